@@ -1,0 +1,90 @@
+#include "core/backend.hpp"
+
+#include <stdexcept>
+
+namespace mpbench {
+
+nlohmann::json DeviceInfo::to_json() const {
+  return {{"backend", backend},
+          {"name", name},
+          {"index", index},
+          {"compute_capability", std::to_string(compute_capability_major) + "." +
+                                     std::to_string(compute_capability_minor)},
+          {"multiprocessors", multiprocessors},
+          {"memory_bytes", memory_bytes},
+          {"l2_bytes", l2_bytes},
+          {"sm_clock_mhz", sm_clock_mhz},
+          {"memory_clock_mhz", memory_clock_mhz},
+          {"memory_bus_bits", memory_bus_bits}};
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (owner_ && data_) owner_->release(data_);
+    owner_ = std::exchange(other.owner_, nullptr);
+    data_ = std::exchange(other.data_, nullptr);
+    dtype_ = other.dtype_;
+    count_ = std::exchange(other.count_, 0);
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (owner_ && data_) owner_->release(data_);
+}
+
+std::string_view stream_kernel_name(StreamKernel k) {
+  switch (k) {
+    case StreamKernel::copy: return "copy";
+    case StreamKernel::scale: return "scale";
+    case StreamKernel::add: return "add";
+    case StreamKernel::triad: return "triad";
+    case StreamKernel::dot: return "dot";
+  }
+  return "unknown";
+}
+
+int stream_kernel_arrays(StreamKernel k) {
+  switch (k) {
+    case StreamKernel::copy:
+    case StreamKernel::scale:
+    case StreamKernel::dot: return 2;
+    case StreamKernel::add:
+    case StreamKernel::triad: return 3;
+  }
+  return 0;
+}
+
+std::string_view cast_kind_name(CastKind k) {
+  switch (k) {
+    case CastKind::f32_to_f16: return "f32_to_f16";
+    case CastKind::f32_to_bf16: return "f32_to_bf16";
+    case CastKind::f16_to_f32: return "f16_to_f32";
+    case CastKind::bf16_to_f32: return "bf16_to_f32";
+    case CastKind::f32_to_e4m3_scaled: return "f32_to_e4m3_scaled";
+    case CastKind::f32_to_bf16_stochastic: return "f32_to_bf16_stochastic";
+  }
+  return "unknown";
+}
+
+DType cast_source_type(CastKind k) {
+  switch (k) {
+    case CastKind::f16_to_f32: return DType::f16;
+    case CastKind::bf16_to_f32: return DType::bf16;
+    default: return DType::f32;
+  }
+}
+
+DType cast_destination_type(CastKind k) {
+  switch (k) {
+    case CastKind::f32_to_f16: return DType::f16;
+    case CastKind::f32_to_bf16:
+    case CastKind::f32_to_bf16_stochastic: return DType::bf16;
+    case CastKind::f16_to_f32:
+    case CastKind::bf16_to_f32: return DType::f32;
+    case CastKind::f32_to_e4m3_scaled: return DType::e4m3;
+  }
+  throw std::logic_error("cast kind without a destination type");
+}
+
+}  // namespace mpbench

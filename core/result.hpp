@@ -1,0 +1,67 @@
+#pragma once
+// The result document (schema "mpbench.result/1", results/schema/result-1.schema.json): one per
+// `mpbench run`, holding the environment, every case and the speedups computed within the run.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/stats.hpp"
+
+namespace mpbench {
+
+inline constexpr const char* kResultSchema = "mpbench.result/1";
+
+enum class CaseStatus { ok, skipped, error };
+std::string_view case_status_name(CaseStatus s);
+
+struct CaseResult {
+  std::string suite;      // gemm, bandwidth, cast, ...
+  std::string name;       // the case without its precision, e.g. "square_2048"
+  std::string backend;    // cpu, cuda
+  std::string precision;  // fp32, bf16, ... (or the conversion for casts)
+  nlohmann::json params = nlohmann::json::object();  // shape, bytes, config
+  CaseStatus status = CaseStatus::ok;
+  std::string message;                    // why skipped or failed
+  std::optional<Statistics> seconds;      // device time per op
+  nlohmann::json rates = nlohmann::json::object();    // tflops, gbps, pct_of_peak, ...
+  nlohmann::json details = nlohmann::json::object();  // algorithm, clocks, sampler outcome
+
+  std::string id() const { return suite + "/" + name + "/" + precision; }
+  nlohmann::json to_json() const;
+  static CaseResult from_json(const nlohmann::json& j);
+};
+
+// Time of the baseline precision over the time of `precision`, same suite, case and backend.
+struct Speedup {
+  std::string suite, name, backend, baseline, precision;
+  double value = 0;
+  nlohmann::json to_json() const;
+  static Speedup from_json(const nlohmann::json& j);
+};
+
+struct ResultDocument {
+  std::string created;  // UTC, ISO 8601
+  nlohmann::json env = nlohmann::json::object();
+  nlohmann::json run = nlohmann::json::object();  // what was asked for: suites, device, options
+  std::vector<CaseResult> cases;
+  std::vector<Speedup> speedups;
+
+  // Fills `speedups` from the ok cases that have a baseline on the same suite/name/backend.
+  void compute_speedups(const std::string& baseline = "fp32");
+  nlohmann::json to_json() const;
+  // Throws UsageError for another schema or a malformed document, naming the file.
+  static ResultDocument from_json(const nlohmann::json& j);
+};
+
+std::string utc_timestamp_now();
+
+// Writes to a temporary file beside `path` and renames it over `path`, so readers never see a
+// partial document. Throws UsageError naming the path when it cannot be written.
+void write_file_atomically(const std::filesystem::path& path, const std::string& contents);
+// Fails early, before a long run, when `path` cannot be created.
+void check_writable(const std::filesystem::path& path);
+ResultDocument load_result(const std::filesystem::path& path);
+
+}  // namespace mpbench
