@@ -16,5 +16,6 @@ extern "C" void on_sigint(int) {
 void install_interrupt_handler() { std::signal(SIGINT, on_sigint); }
 bool interrupt_requested() { return g_interrupted.load(); }
 void request_interrupt() { g_interrupted.store(true); }
+void clear_interrupt() { g_interrupted.store(false); }
 
 }  // namespace mpbench

@@ -5,6 +5,7 @@ namespace mpbench {
 
 void install_interrupt_handler();
 bool interrupt_requested();
-void request_interrupt();  // for tests
+void request_interrupt();  // what SIGINT does; also for tests
+void clear_interrupt();    // for tests
 
 }  // namespace mpbench

@@ -1,0 +1,155 @@
+#include "backends/cpu/cpu_backend.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <utility>
+
+#include "backends/reference/reference_backend.hpp"
+#include "core/error.hpp"
+
+namespace mpbench::cpu {
+
+namespace {
+
+const std::vector<std::pair<std::string, dnnl::cpu_isa>>& isa_table() {
+  static const std::vector<std::pair<std::string, dnnl::cpu_isa>> kTable = {
+      {"sse41", dnnl::cpu_isa::sse41},
+      {"avx", dnnl::cpu_isa::avx},
+      {"avx2", dnnl::cpu_isa::avx2},
+      {"avx2_vnni", dnnl::cpu_isa::avx2_vnni},
+      {"avx512_core", dnnl::cpu_isa::avx512_core},
+      {"avx512_core_vnni", dnnl::cpu_isa::avx512_core_vnni},
+      {"avx512_core_bf16", dnnl::cpu_isa::avx512_core_bf16},
+      {"avx512_core_amx", dnnl::cpu_isa::avx512_core_amx},
+      {"all", dnnl::cpu_isa::all},
+  };
+  return kTable;
+}
+
+std::string effective_isa_name() {
+  const auto isa = dnnl::get_effective_cpu_isa();
+  for (const auto& [name, value] : isa_table())
+    if (value == isa) return name;
+  return fmt::format("isa#{}", static_cast<int>(isa));
+}
+
+dnnl::memory::data_type onednn_type(DType t) {
+  switch (t) {
+    case DType::f32: return dnnl::memory::data_type::f32;
+    case DType::f16: return dnnl::memory::data_type::f16;
+    case DType::bf16: return dnnl::memory::data_type::bf16;
+    default: return dnnl::memory::data_type::undef;
+  }
+}
+
+// C[b] = A[b] B[b]^T as a oneDNN matmul: B[n][k] row-major is the logical [k][n] matrix in "acb".
+dnnl::matmul::primitive_desc matmul_descriptor(const dnnl::engine& engine, GemmPrecision precision,
+                                               const GemmShape& s) {
+  using tag = dnnl::memory::format_tag;
+  const auto& info = gemm_precision_info(precision);
+  const dnnl::memory::desc a({s.batch, s.m, s.k}, onednn_type(info.input), tag::abc);
+  const dnnl::memory::desc b({s.batch, s.k, s.n}, onednn_type(info.input), tag::acb);
+  const dnnl::memory::desc c({s.batch, s.m, s.n}, onednn_type(info.output), tag::abc);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), engine);
+}
+
+class OneDnnMatmul : public PreparedOp {
+ public:
+  OneDnnMatmul(const dnnl::engine& engine, dnnl::stream& stream, GemmPrecision precision,
+               const GemmShape& shape, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c)
+      : descriptor_(matmul_descriptor(engine, precision, shape)),
+        primitive_(descriptor_),
+        stream_(stream),
+        arguments_{{DNNL_ARG_SRC, dnnl::memory(descriptor_.src_desc(), engine, a.data())},
+                   {DNNL_ARG_WEIGHTS, dnnl::memory(descriptor_.weights_desc(), engine, b.data())},
+                   {DNNL_ARG_DST, dnnl::memory(descriptor_.dst_desc(), engine, c.data())}} {}
+
+  void run() override {
+    primitive_.execute(stream_, arguments_);
+    stream_.wait();
+  }
+  nlohmann::json details() const override {
+    return {{"implementation", descriptor_.impl_info_str()}, {"library", "oneDNN matmul"}};
+  }
+
+ private:
+  dnnl::matmul::primitive_desc descriptor_;
+  dnnl::matmul primitive_;
+  dnnl::stream& stream_;
+  std::unordered_map<int, dnnl::memory> arguments_;
+};
+
+class CpuBackend : public reference::ReferenceBackend {
+ public:
+  CpuBackend() : ReferenceBackend(true), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+
+  std::optional<std::string> gemm_unsupported(GemmPrecision precision) const override {
+    const auto& info = gemm_precision_info(precision);
+    if (precision == GemmPrecision::tf32) return "TF32 is a GPU Tensor Core format; CPUs have no TF32 matmul";
+    if (precision == GemmPrecision::fp16_acc16) return "oneDNN has no fp16-accumulating matmul on CPUs";
+    if (precision == GemmPrecision::fp8_e4m3) return "oneDNN 2.x has no fp8 matmul on CPUs";
+    try {
+      matmul_descriptor(engine_, precision, {64, 64, 64, 1});
+      return std::nullopt;
+    } catch (const dnnl::error&) {
+      return fmt::format("{} matmul not supported by oneDNN on this CPU (effective ISA {})", info.name,
+                         effective_isa_name());
+    }
+  }
+
+  std::unique_ptr<PreparedOp> make_gemm(GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
+                                        const DeviceBuffer& b, DeviceBuffer& c) override {
+    if (auto why = gemm_unsupported(precision)) throw UsageError(*why);
+    ReferenceBackend::make_gemm(precision, shape, a, b, c);  // validates dtypes and sizes
+    try {
+      return std::make_unique<OneDnnMatmul>(engine_, stream_, precision, shape, a, b, c);
+    } catch (const dnnl::error& e) {
+      throw BackendError(fmt::format("oneDNN matmul {}: {}", gemm_precision_info(precision).name, e.what()));
+    }
+  }
+
+  nlohmann::json environment() const override {
+    const dnnl_version_t* v = dnnl_version();
+    return {{"onednn",
+             {{"version", fmt::format("{}.{}.{}", v->major, v->minor, v->patch)},
+              {"hash", v->hash},
+              {"cpu_runtime", v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other"},
+              {"effective_isa", effective_isa_name()},
+              {"max_isa_env", std::getenv("DNNL_MAX_CPU_ISA") ? std::getenv("DNNL_MAX_CPU_ISA") : ""}}},
+            {"threads", omp_get_max_threads()}};
+  }
+
+ private:
+  mutable dnnl::engine engine_;
+  dnnl::stream stream_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& isa_names() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : isa_table()) names.push_back(name);
+    return names;
+  }();
+  return kNames;
+}
+
+void limit_isa(const std::string& isa) {
+  for (const auto& [name, value] : isa_table())
+    if (name == isa) {
+      try {
+        dnnl::set_max_cpu_isa(value);
+      } catch (const dnnl::error& e) {
+        throw UsageError(fmt::format("--cpu-isa {}: oneDNN refused it ({}); give it before any CPU work", isa, e.what()));
+      }
+      return;
+    }
+  throw UsageError(fmt::format("unknown --cpu-isa '{}': use one of {}", isa, fmt::join(isa_names(), ", ")));
+}
+
+std::unique_ptr<Backend> make_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace mpbench::cpu

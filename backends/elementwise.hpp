@@ -1,0 +1,45 @@
+#pragma once
+// Per-element math of the stream and cast operations, shared by the reference loops, the CPU
+// backend and the CUDA kernels so that all three compute the same bits.
+#include <cmath>
+#include <cstdint>
+
+#include "amp/formats.hpp"
+#include "core/hostdevice.hpp"
+#include "core/random.hpp"
+
+namespace mpbench::elem {
+
+// Storage types as seen by the per-element code: fp16/bf16 are raw bits.
+struct f16_bits { std::uint16_t bits; };
+struct bf16_bits { std::uint16_t bits; };
+
+MPB_HD float load(float x) { return x; }
+MPB_HD float load(f16_bits x) { return num::f16_bits_to_f32(x.bits); }
+MPB_HD float load(bf16_bits x) { return num::bf16_bits_to_f32(x.bits); }
+
+template <typename T>
+MPB_HD T store(float x);
+template <>
+MPB_HD float store<float>(float x) { return x; }
+template <>
+MPB_HD f16_bits store<f16_bits>(float x) { return {num::f32_to_f16_bits(x)}; }
+template <>
+MPB_HD bf16_bits store<bf16_bits>(float x) { return {num::f32_to_bf16_bits(x)}; }
+
+// Stream kernels (core/backend.hpp): math in fp32, one rounding to the storage type.
+MPB_HD float scale(float a, float s) { return s * a; }
+MPB_HD float add(float a, float b) { return a + b; }
+MPB_HD float triad(float a, float b, float s) { return fmaf(s, b, a); }
+
+// fp8 e4m3 with a per-tensor scale, saturating as Transformer Engine does.
+MPB_HD std::uint8_t f32_to_e4m3_scaled(float x, float scale) {
+  return num::f32_to_e4m3_bits(x * scale, true);
+}
+
+// Stochastic rounding of element `index`, its random word drawn from stream `seed`.
+MPB_HD std::uint16_t f32_to_bf16_stochastic_at(float x, std::uint64_t seed, std::uint64_t index) {
+  return num::f32_to_bf16_bits_stochastic(x, random_word(seed, index));
+}
+
+}  // namespace mpbench::elem

@@ -1,0 +1,277 @@
+#include "backends/reference/reference_backend.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <new>
+
+#include "amp/formats.hpp"
+#include "backends/elementwise.hpp"
+#include "backends/reference/host_memory.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/random.hpp"
+
+namespace mpbench::reference {
+
+namespace {
+
+std::uint64_t last_level_cache_bytes() {
+  std::uint64_t best = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream in(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", index));
+    std::string text;
+    if (!(in >> text)) continue;
+    std::uint64_t value = std::strtoull(text.c_str(), nullptr, 10);
+    if (text.back() == 'K') value <<= 10;
+    if (text.back() == 'M') value <<= 20;
+    best = std::max(best, value);
+  }
+  return best ? best : (32ull << 20);
+}
+
+class HostTimer : public DeviceTimer {
+ public:
+  void start() override { started_ = std::chrono::steady_clock::now(); }
+  double stop_seconds() override {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point started_;
+};
+
+float decode(const DeviceBuffer& buffer, std::size_t i) { return element_as_float(buffer, i); }
+
+void encode(DeviceBuffer& buffer, std::size_t i, float value) {
+  auto* bytes = static_cast<unsigned char*>(buffer.data());
+  switch (buffer.dtype()) {
+    case DType::f32: reinterpret_cast<float*>(bytes)[i] = value; break;
+    case DType::f16: reinterpret_cast<std::uint16_t*>(bytes)[i] = num::f32_to_f16_bits(value); break;
+    case DType::bf16: reinterpret_cast<std::uint16_t*>(bytes)[i] = num::f32_to_bf16_bits(value); break;
+    case DType::e4m3: bytes[i] = num::f32_to_e4m3_bits(value, true); break;
+    case DType::e5m2: bytes[i] = num::f32_to_e5m2_bits(value, true); break;
+  }
+}
+
+// C = A B^T with double accumulation; inputs rounded as the precision's hardware would (tf32).
+class ReferenceGemm : public PreparedOp {
+ public:
+  ReferenceGemm(GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
+                const DeviceBuffer& b, DeviceBuffer& c)
+      : precision_(precision), shape_(shape), a_(a), b_(b), c_(c) {}
+
+  void run() override {
+    const auto [m, n, k, batch] = shape_;
+    for (std::int64_t p = 0; p < batch; ++p)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (std::int64_t q = 0; q < k; ++q)
+            sum += static_cast<double>(input(a_, (p * m + i) * k + q)) * input(b_, (p * n + j) * k + q);
+          encode(c_, static_cast<std::size_t>((p * m + i) * n + j), static_cast<float>(sum));
+        }
+  }
+  nlohmann::json details() const override { return {{"implementation", "reference loops, double accumulation"}}; }
+
+ private:
+  float input(const DeviceBuffer& buffer, std::int64_t i) const {
+    const float v = decode(buffer, static_cast<std::size_t>(i));
+    return precision_ == GemmPrecision::tf32 ? num::round_to_tf32(v) : v;
+  }
+
+  GemmPrecision precision_;
+  GemmShape shape_;
+  const DeviceBuffer& a_;
+  const DeviceBuffer& b_;
+  DeviceBuffer& c_;
+};
+
+void check_gemm_buffers(GemmPrecision precision, const GemmShape& s, const DeviceBuffer& a,
+                        const DeviceBuffer& b, const DeviceBuffer& c) {
+  const auto& info = gemm_precision_info(precision);
+  const auto need = [](std::int64_t x, std::int64_t y, std::int64_t z) { return static_cast<std::size_t>(x * y * z); };
+  if (a.dtype() != info.input || b.dtype() != info.input || c.dtype() != info.output)
+    throw UsageError(fmt::format("{} GEMM takes {} inputs and a {} output", info.name,
+                                 dtype_name(info.input), dtype_name(info.output)));
+  if (a.count() < need(s.batch, s.m, s.k) || b.count() < need(s.batch, s.n, s.k) ||
+      c.count() < need(s.batch, s.m, s.n))
+    throw UsageError("GEMM buffers are smaller than the shape needs");
+}
+
+}  // namespace
+
+float element_as_float(const DeviceBuffer& buffer, std::size_t i) {
+  const auto* bytes = static_cast<const unsigned char*>(buffer.data());
+  switch (buffer.dtype()) {
+    case DType::f32: return reinterpret_cast<const float*>(bytes)[i];
+    case DType::f16: return num::f16_bits_to_f32(reinterpret_cast<const std::uint16_t*>(bytes)[i]);
+    case DType::bf16: return num::bf16_bits_to_f32(reinterpret_cast<const std::uint16_t*>(bytes)[i]);
+    case DType::e4m3: return num::e4m3_bits_to_f32(bytes[i]);
+    case DType::e5m2: return num::e5m2_bits_to_f32(bytes[i]);
+  }
+  return NAN;
+}
+
+ReferenceBackend::ReferenceBackend() : ReferenceBackend(false) {
+  info_.backend = "reference";
+  info_.name = "reference loops on " + info_.name;
+}
+
+ReferenceBackend::ReferenceBackend(bool parallel_loops) : parallel_loops_(parallel_loops) {
+  const CpuDescription cpu = describe_cpu();
+  info_.backend = "cpu";
+  info_.name = cpu.model;
+  info_.multiprocessors = cpu.logical_cores;
+  info_.memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  info_.l2_bytes = last_level_cache_bytes();
+}
+
+DeviceBuffer ReferenceBackend::allocate(DType dtype, std::size_t count) {
+  const std::size_t bytes = count * dtype_size(dtype);
+  if (bytes > info_.memory_bytes)
+    throw OutOfMemoryError(fmt::format("{} bytes asked for, the host has {} bytes of memory",
+                                       bytes, info_.memory_bytes), bytes);
+  void* data = std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64));
+  if (!data) throw OutOfMemoryError(fmt::format("cannot allocate {} bytes of host memory", bytes), bytes);
+  return DeviceBuffer(this, data, dtype, count);
+}
+
+void ReferenceBackend::release(void* data) noexcept { std::free(data); }
+
+void ReferenceBackend::fill_uniform(DeviceBuffer& buffer, std::uint64_t seed, float lo, float hi) {
+  host::for_each_index(buffer.count(), parallel_loops_,
+                       [&](std::size_t i) { encode(buffer, i, uniform_at(seed, i, lo, hi)); });
+}
+
+void ReferenceBackend::upload(DeviceBuffer& destination, const void* host, std::size_t bytes) {
+  if (bytes > destination.bytes()) throw UsageError("upload larger than the buffer");
+  std::memcpy(destination.data(), host, bytes);
+}
+
+void ReferenceBackend::download(void* host, const DeviceBuffer& source, std::size_t bytes) {
+  if (bytes > source.bytes()) throw UsageError("download larger than the buffer");
+  std::memcpy(host, source.data(), bytes);
+}
+
+void ReferenceBackend::flush_cache() {
+  if (!flush_buffer_) {
+    flush_bytes_ = 2 * info_.l2_bytes;
+    flush_buffer_ = std::make_unique<unsigned char[]>(flush_bytes_);
+  }
+  std::memset(flush_buffer_.get(), static_cast<int>(flush_bytes_ & 0x7f), flush_bytes_);
+}
+
+std::unique_ptr<DeviceTimer> ReferenceBackend::make_timer() { return std::make_unique<HostTimer>(); }
+
+std::optional<std::string> ReferenceBackend::gemm_unsupported(GemmPrecision) const { return std::nullopt; }
+
+std::unique_ptr<PreparedOp> ReferenceBackend::make_gemm(GemmPrecision precision, const GemmShape& shape,
+                                                        const DeviceBuffer& a, const DeviceBuffer& b,
+                                                        DeviceBuffer& c) {
+  check_gemm_buffers(precision, shape, a, b, c);
+  return std::make_unique<ReferenceGemm>(precision, shape, a, b, c);
+}
+
+void ReferenceBackend::stream(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b,
+                              DeviceBuffer& c, float scalar) {
+  if (kernel == StreamKernel::dot) {
+    double sum = 0;
+#pragma omp parallel for reduction(+ : sum) if (parallel_loops_)
+    for (std::size_t i = 0; i < a.count(); ++i)
+      sum += static_cast<double>(element_as_float(a, i)) * element_as_float(b, i);
+    *static_cast<float*>(c.data()) = static_cast<float>(sum);
+    return;
+  }
+  if (a.dtype() != c.dtype() || b.dtype() != c.dtype() || a.count() > c.count() || a.count() > b.count())
+    throw UsageError("stream kernels take three buffers of one dtype and size");
+  host::with_typed(c, [&](auto* out) {
+    using T = std::remove_pointer_t<decltype(out)>;
+    const T* x = static_cast<const T*>(a.data());
+    const T* y = static_cast<const T*>(b.data());
+    // One loop per kernel, so the per-element body has no branch.
+    const auto apply = [&](auto f) {
+      host::for_each_index(a.count(), parallel_loops_, [&](std::size_t i) { out[i] = f(x[i], y[i]); });
+    };
+    switch (kernel) {
+      case StreamKernel::copy: return apply([](T u, T) { return u; });
+      case StreamKernel::scale:
+        return apply([scalar](T u, T) { return elem::store<T>(elem::scale(elem::load(u), scalar)); });
+      case StreamKernel::add:
+        return apply([](T u, T v) { return elem::store<T>(elem::add(elem::load(u), elem::load(v))); });
+      case StreamKernel::triad:
+        return apply([scalar](T u, T v) { return elem::store<T>(elem::triad(elem::load(u), elem::load(v), scalar)); });
+      case StreamKernel::dot: return;
+    }
+  });
+}
+
+void ReferenceBackend::cast(CastKind kind, const CastArgs& args) {
+  const DeviceBuffer& src = *args.source;
+  DeviceBuffer& dst = *args.destination;
+  if (src.dtype() != cast_source_type(kind) || dst.dtype() != cast_destination_type(kind) ||
+      dst.count() < src.count())
+    throw UsageError(fmt::format("{} needs a {} source and a {} destination of its size", cast_kind_name(kind),
+                                 dtype_name(cast_source_type(kind)), dtype_name(cast_destination_type(kind))));
+  const std::size_t n = src.count();
+  const float* x = static_cast<const float*>(src.data());
+  switch (kind) {
+    case CastKind::f32_to_f16:
+    case CastKind::f32_to_bf16:
+    case CastKind::f16_to_f32:
+    case CastKind::bf16_to_f32:
+      host::for_each_index(n, parallel_loops_, [&](std::size_t i) { encode(dst, i, element_as_float(src, i)); });
+      return;
+    case CastKind::f32_to_e4m3_scaled: {
+      float amax = 0;
+#pragma omp parallel for reduction(max : amax) if (parallel_loops_)
+      for (std::size_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+      *static_cast<float*>(args.amax->data()) = amax;
+      const float scale = *static_cast<const float*>(args.scale->data());
+      auto* out = static_cast<std::uint8_t*>(dst.data());
+      host::for_each_index(n, parallel_loops_, [&](std::size_t i) { out[i] = elem::f32_to_e4m3_scaled(x[i], scale); });
+      return;
+    }
+    case CastKind::f32_to_bf16_stochastic: {
+      auto* out = static_cast<std::uint16_t*>(dst.data());
+      host::for_each_index(n, parallel_loops_, [&](std::size_t i) {
+        out[i] = elem::f32_to_bf16_stochastic_at(x[i], args.seed, i);
+      });
+      return;
+    }
+  }
+}
+
+void ReferenceBackend::copy(DeviceBuffer& destination, const DeviceBuffer& source) {
+  if (destination.bytes() < source.bytes()) throw UsageError("copy into a smaller buffer");
+  std::memcpy(destination.data(), source.data(), source.bytes());
+}
+
+std::unique_ptr<PreparedOp> ReferenceBackend::make_host_transfer(TransferDirection, std::size_t,
+                                                                 std::string* why_not) {
+  if (why_not) *why_not = "host transfers need a GPU: on the CPU backend memory is already host memory";
+  return nullptr;
+}
+
+nlohmann::json ReferenceBackend::clocks() const {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  double total = 0;
+  int cores = 0;
+  while (std::getline(in, line))
+    if (line.rfind("cpu MHz", 0) == 0) {
+      total += std::strtod(line.substr(line.find(':') + 1).c_str(), nullptr);
+      ++cores;
+    }
+  if (cores == 0) return {{"source", "unavailable"}};
+  return {{"source", "/proc/cpuinfo"}, {"cpu_mhz_mean", total / cores}};
+}
+
+nlohmann::json ReferenceBackend::environment() const { return {{"reference", "plain loops"}}; }
+
+}  // namespace mpbench::reference

@@ -1,0 +1,79 @@
+#include "backends/registry.hpp"
+
+#include <fmt/format.h>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#if MPBENCH_HAVE_CUDA
+#include "backends/cuda/cuda_backend.hpp"
+#endif
+
+namespace mpbench {
+
+bool built_with_cuda() { return MPBENCH_HAVE_CUDA; }
+
+std::optional<std::string> cuda_unavailable_reason() {
+#if MPBENCH_HAVE_CUDA
+  return cuda::unavailable_reason();
+#else
+  return "mpbench was built without the CUDA backend (no CUDA toolkit at build time, or MPBENCH_WITH_CUDA=OFF)";
+#endif
+}
+
+namespace {
+std::unique_ptr<Backend> make_cuda(int index) {
+#if MPBENCH_HAVE_CUDA
+  return cuda::make_backend(index);
+#else
+  (void)index;
+  return nullptr;
+#endif
+}
+
+int parse_cuda_index(const std::string& device) {
+  if (device == "cuda") return 0;
+  try {
+    std::size_t used = 0;
+    const int index = std::stoi(device.substr(5), &used);
+    if (used == device.size() - 5 && index >= 0) return index;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("bad device '{}': use cuda or cuda:N with N a GPU index", device));
+}
+}  // namespace
+
+BackendChoice choose_backend(const std::string& device) {
+  if (device == "cpu") return {cpu::make_backend(), ""};
+  if (device == "auto") {
+    if (auto why = cuda_unavailable_reason())
+      return {cpu::make_backend(), fmt::format("{}: --device auto falls back to the CPU", *why)};
+    return {make_cuda(0), ""};
+  }
+  if (device.rfind("cuda", 0) == 0) {
+    const int index = parse_cuda_index(device);
+    if (auto why = cuda_unavailable_reason())
+      throw UsageError(fmt::format("--device {}: {}; use --device cpu or --device auto", device, *why));
+    return {make_cuda(index), ""};
+  }
+  throw UsageError(fmt::format("unknown device '{}': use auto, cuda, cuda:N or cpu", device));
+}
+
+nlohmann::json full_environment(const std::vector<std::string>& command_line) {
+  nlohmann::json env = host_environment(command_line);
+  env["onednn"] = cpu::make_backend()->environment()["onednn"];
+#if MPBENCH_HAVE_CUDA
+  const nlohmann::json cuda_env = cuda::environment();
+  env["cuda"] = cuda_env.value("cuda", nlohmann::json::object());
+  env["gpus"] = cuda_env.value("gpus", nlohmann::json::array());
+  if (cuda_env.contains("gpu_status")) env["gpu_status"] = cuda_env["gpu_status"];
+#else
+  env["cuda"] = nlohmann::json::object();
+  env["gpus"] = nlohmann::json::array();
+#endif
+  if (env["gpus"].empty() && !env.contains("gpu_status"))
+    env["gpu_status"] = cuda_unavailable_reason().value_or("no GPU listed");
+  return env;
+}
+
+}  // namespace mpbench

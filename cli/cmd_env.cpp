@@ -1,0 +1,55 @@
+// mpbench env [--json]: the environment that makes a result reproducible.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "backends/registry.hpp"
+#include "cli/commands.hpp"
+#include "cli/command_line.hpp"
+
+namespace mpbench::cli {
+
+namespace {
+
+std::string value_or_missing(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "not found";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+void print_text(const nlohmann::json& env) {
+  fmt::print("host      {}\nos        {} (kernel {})\n", env["host"].get<std::string>(),
+             env["os"]["name"].get<std::string>(), env["os"]["kernel"].get<std::string>());
+  fmt::print("cpu       {} ({} logical cores)\nisa       ", env["cpu"]["model"].get<std::string>(),
+             env["cpu"]["logical_cores"].get<int>());
+  for (const auto& [flag, present] : env["cpu"]["flags"].items()) fmt::print("{}{} ", present.get<bool>() ? "+" : "-", flag);
+  fmt::print("\ncompiler  {}\nmpbench   {} ({})\n", env["compiler"].get<std::string>(),
+             env["mpbench"]["version"].get<std::string>(), env["mpbench"]["git_revision"].get<std::string>());
+  fmt::print("oneDNN    {} (effective ISA {}, {} runtime)\n", value_or_missing(env["onednn"], "version"),
+             value_or_missing(env["onednn"], "effective_isa"), value_or_missing(env["onednn"], "cpu_runtime"));
+  const auto& cuda = env["cuda"];
+  if (cuda.empty()) fmt::print("cuda      not built in\n");
+  for (const auto& [name, version] : cuda.items())
+    fmt::print("{:<9} {}\n", name, version.is_null() ? "not found" : (version.is_string() ? version.get<std::string>() : version.dump()));
+  if (env["gpus"].empty()) fmt::print("gpu       none: {}\n", env.value("gpu_status", "no GPU"));
+  for (const auto& gpu : env["gpus"]) {
+    fmt::print("gpu {}     {}\n", gpu.value("index", 0), gpu.value("name", "?"));
+    for (const auto& [key, value] : gpu.items())
+      if (key != "name" && key != "index") fmt::print("          {:<22} {}\n", key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+}
+
+}  // namespace
+
+void add_env_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("env", "print the environment that makes a result reproducible (host, CPU, GPUs, library versions)");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "print it as JSON, as it is stored in result documents");
+  cmd->callback([json, &exit_code] {
+    const nlohmann::json env = full_environment(command_line_of_process());
+    if (*json) std::cout << env.dump(2) << "\n";
+    else print_text(env);
+    exit_code = 0;
+  });
+}
+
+}  // namespace mpbench::cli

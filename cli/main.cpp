@@ -1,0 +1,35 @@
+// mpbench: when, and why, does mixed precision speed training up on this machine?
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mpbench: measures when, and why, mixed precision speeds training up on this machine"};
+  app.set_version_flag("--version", mpbench::mpbench_version() + " (" + mpbench::mpbench_git_revision() + ")");
+  app.require_subcommand(1);
+  int exit_code = 0;
+  mpbench::cli::add_env_command(app, exit_code);
+  mpbench::cli::add_list_command(app, exit_code);
+  mpbench::cli::add_run_command(app, exit_code);
+  mpbench::cli::add_numerics_command(app, exit_code);
+  mpbench::cli::add_policy_command(app, exit_code);
+  mpbench::cli::add_compare_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const mpbench::UsageError& e) {
+    std::fprintf(stderr, "mpbench: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mpbench: error: %s\n", e.what());
+    return 1;
+  }
+  return exit_code;
+}

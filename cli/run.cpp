@@ -1,0 +1,171 @@
+#include "cli/run.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <regex>
+#include <set>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/registry.hpp"
+#include "cli/command_line.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "microbench/runner.hpp"
+#include "microbench/table.hpp"
+
+namespace mpbench::cli {
+
+namespace {
+
+using microbench::CaseSpec;
+using microbench::Suite;
+
+std::vector<const Suite*> selected_suites(const std::vector<std::string>& names) {
+  std::vector<const Suite*> chosen;
+  for (const auto& name : names) {
+    if (name == "all") {
+      for (const auto& s : microbench::suites()) chosen.push_back(&s);
+      continue;
+    }
+    chosen.push_back(&microbench::find_suite(name));
+  }
+  std::vector<const Suite*> unique;
+  for (const Suite* s : chosen)
+    if (std::find(unique.begin(), unique.end(), s) == unique.end()) unique.push_back(s);
+  return unique;
+}
+
+void check_precisions(const std::vector<std::string>& precisions, const std::vector<const Suite*>& suites) {
+  std::set<std::string> known;
+  for (const Suite* s : suites) known.insert(s->precisions.begin(), s->precisions.end());
+  for (const auto& p : precisions)
+    if (!known.count(p))
+      throw UsageError(fmt::format("unknown precision '{}' for the chosen suites: use one of {}", p, fmt::join(known, ", ")));
+}
+
+GemmShape parse_shape(const std::string& text) {
+  static const std::regex pattern(R"((\d+)x(\d+)x(\d+)(?:x(\d+))?)");
+  std::smatch match;
+  if (!std::regex_match(text, match, pattern))
+    throw UsageError(fmt::format("bad --shape '{}': write MxNxK or MxNxKxBATCH, e.g. 4096x4096x4096", text));
+  GemmShape s{std::stoll(match[1]), std::stoll(match[2]), std::stoll(match[3]),
+              match[4].matched ? std::stoll(match[4]) : 1};
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0)
+    throw UsageError(fmt::format("bad --shape '{}': every dimension must be at least 1", text));
+  return s;
+}
+
+std::uint64_t gemm_bytes(const GemmShape& s, const GemmPrecisionInfo& info) {
+  const double in = dtype_size(info.input), out = dtype_size(info.output);
+  return static_cast<std::uint64_t>(s.batch * ((s.m + s.n) * static_cast<double>(s.k) * in + s.m * static_cast<double>(s.n) * out));
+}
+
+void check_shapes_fit(const std::vector<GemmShape>& shapes, const Backend& backend) {
+  const std::uint64_t available = backend.device().memory_bytes;
+  for (const auto& s : shapes) {
+    const std::uint64_t need = gemm_bytes(s, gemm_precision_info(GemmPrecision::fp32));
+    if (need > available)
+      throw UsageError(fmt::format("--shape {}x{}x{}x{} needs {:.1f} GiB for A, B and C in fp32 but {} has {:.1f} GiB: use a smaller shape",
+                                   s.m, s.n, s.k, s.batch, need / 1073741824.0, backend.device().name, available / 1073741824.0));
+  }
+}
+
+// A precision named explicitly must be one the device can run.
+void check_device_can(const std::vector<std::string>& precisions, const std::vector<const Suite*>& suites,
+                      const Backend& backend) {
+  const bool gemm = std::any_of(suites.begin(), suites.end(), [](const Suite* s) { return s->name == "gemm"; });
+  if (!gemm) return;
+  for (const auto& p : precisions) {
+    const auto it = std::find_if(gemm_precisions().begin(), gemm_precisions().end(),
+                                 [&](const GemmPrecisionInfo& info) { return info.name == p; });
+    if (it == gemm_precisions().end()) continue;
+    if (auto why = backend.gemm_unsupported(it->precision))
+      throw UsageError(fmt::format("precision {} is not available on {} ({}): drop it from --precision or choose another --device",
+                                   p, backend.device().name, *why));
+  }
+}
+
+SamplerConfig sampler_config(const RunOptions& o) {
+  SamplerConfig c = o.quick ? SamplerConfig::quick() : SamplerConfig::standard();
+  if (o.max_noise) c.max_noise = *o.max_noise;
+  if (o.min_time) c.min_time_s = *o.min_time;
+  if (o.timeout) c.timeout_s = *o.timeout;
+  return c;
+}
+
+void print_progress(std::size_t done, std::size_t total, const CaseResult& r) {
+  std::string what = r.status == CaseStatus::ok
+                         ? fmt::format("{:.3g} ms", 1e3 * r.seconds->median)
+                         : fmt::format("{}: {}", case_status_name(r.status), r.message);
+  for (const char* key : {"tflops", "gbps"})
+    if (r.rates.contains(key)) what += fmt::format("  {:.4g} {}", r.rates[key].get<double>(), key == std::string("tflops") ? "TFLOP/s" : "GB/s");
+  std::fprintf(stderr, "[%zu/%zu] %s  %s\n", done, total, r.id().c_str(), what.c_str());
+}
+
+}  // namespace
+
+int run_benchmarks(const RunOptions& options) {
+  const auto suites = selected_suites(options.suites);
+  check_precisions(options.precisions, suites);
+  std::vector<GemmShape> shapes;
+  for (const auto& text : options.shapes) shapes.push_back(parse_shape(text));
+  std::regex filter;
+  try {
+    filter = std::regex(options.filter.empty() ? ".*" : options.filter);
+  } catch (const std::regex_error& e) {
+    throw UsageError(fmt::format("bad --filter '{}': {}", options.filter, e.what()));
+  }
+  check_writable(options.out);
+  if (!options.cpu_isa.empty()) cpu::limit_isa(options.cpu_isa);
+
+  BackendChoice choice = choose_backend(options.device);
+  Backend& backend = *choice.backend;
+  if (!choice.note.empty()) std::fprintf(stderr, "mpbench: note: %s\n", choice.note.c_str());
+  check_device_can(options.precisions, suites, backend);
+  check_shapes_fit(shapes, backend);
+
+  microbench::SuiteOptions suite_options{options.quick, options.precisions, shapes};
+  std::vector<CaseSpec> specs;
+  for (const Suite* s : suites)
+    for (auto& spec : s->cases(backend, suite_options))
+      if (std::regex_search(spec.id(), filter)) specs.push_back(std::move(spec));
+  if (specs.empty()) throw UsageError(fmt::format("no case matches --filter '{}': see `mpbench list`", options.filter));
+
+  std::fprintf(stderr, "mpbench: %zu cases on %s (%s)\n", specs.size(), backend.device().name.c_str(),
+               backend.device().backend.c_str());
+  install_interrupt_handler();
+  auto outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, print_progress);
+  for (const Suite* s : suites) s->finalize(outcome.cases);
+
+  ResultDocument document;
+  document.created = utc_timestamp_now();
+  document.env = full_environment(command_line_of_process());
+  document.env["backend"] = backend.environment();
+  document.env["device"] = backend.device().to_json();
+  document.run = {{"device", backend.device().backend}, {"device_requested", options.device},
+                  {"device_note", choice.note}, {"quick", options.quick}, {"precisions", options.precisions},
+                  {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"interrupted", outcome.interrupted},
+                  {"sampler", sampler_config(options).to_json()}};
+  for (const Suite* s : suites) document.run["suites"].push_back(s->name);
+  document.cases = std::move(outcome.cases);
+  document.compute_speedups("fp32");
+  write_file_atomically(options.out, document.to_json().dump(2) + "\n");
+
+  std::fputs(microbench::format_summary(document).c_str(), stdout);
+  const auto failed = std::count_if(document.cases.begin(), document.cases.end(),
+                                    [](const CaseResult& c) { return c.status == CaseStatus::error; });
+  std::printf("\nwrote %zu cases to %s\n", document.cases.size(), options.out.c_str());
+  if (outcome.interrupted) {
+    std::fprintf(stderr, "mpbench: interrupted: kept the %zu finished cases in %s\n", document.cases.size(), options.out.c_str());
+    return 130;
+  }
+  if (failed) {
+    std::fprintf(stderr, "mpbench: %ld case(s) failed: see their message in the table and in %s\n", static_cast<long>(failed), options.out.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace mpbench::cli

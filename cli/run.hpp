@@ -1,0 +1,27 @@
+#pragma once
+// `mpbench run`: validates every option before any work, runs the chosen suites on one backend,
+// writes one result document atomically and prints the summary table.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpbench::cli {
+
+struct RunOptions {
+  std::vector<std::string> suites{"all"};
+  std::string device = "auto";
+  std::vector<std::string> precisions;  // empty: all the suite has
+  std::string filter;                   // regular expression on suite/case/precision
+  bool quick = false;
+  std::string out = "mpbench-result.json";
+  std::vector<std::string> shapes;      // extra GEMM shapes MxNxK[xBATCH]
+  std::string cpu_isa;
+  std::optional<double> max_noise, min_time, timeout;
+  std::vector<std::string> benchmark_args;  // --benchmark_* passed to Google Benchmark
+};
+
+// Returns the exit code: 0 all cases ok or skipped, 1 some case failed, 130 interrupted.
+// Throws UsageError for bad input, before anything runs or is written.
+int run_benchmarks(const RunOptions& options);
+
+}  // namespace mpbench::cli

@@ -1,0 +1,99 @@
+// cast: the conversions mixed precision pays for (fp32 <-> fp16/bf16, fp32 -> fp8 e4m3 with its
+// amax pass, fp32 -> bf16 with stochastic rounding), in GB/s against a copy of the same elements.
+#include <fmt/format.h>
+
+#include "microbench/suite.hpp"
+
+namespace mpbench::microbench {
+
+namespace {
+
+constexpr CastKind kCasts[] = {CastKind::f32_to_f16,          CastKind::f32_to_bf16,
+                               CastKind::f16_to_f32,          CastKind::bf16_to_f32,
+                               CastKind::f32_to_e4m3_scaled,  CastKind::f32_to_bf16_stochastic};
+
+// The low-precision format a conversion involves: what --precision selects it by.
+std::string cast_precision(CastKind kind) {
+  const DType low = cast_source_type(kind) == DType::f32 ? cast_destination_type(kind) : cast_source_type(kind);
+  return std::string(dtype_name(low));
+}
+
+// Bytes read + written; the fp8 cast reads its input twice (amax, then the scaled cast).
+double cast_bytes(CastKind kind, std::int64_t n) {
+  const double in = dtype_size(cast_source_type(kind)), out = dtype_size(cast_destination_type(kind));
+  const double reads = kind == CastKind::f32_to_e4m3_scaled ? 2 : 1;
+  return static_cast<double>(n) * (reads * in + out);
+}
+
+std::int64_t cast_elements(const Backend& backend, bool quick) {
+  const bool gpu = backend.device().backend == "cuda";
+  if (gpu) return quick ? (32ll << 20) : (128ll << 20);
+  return quick ? (4ll << 20) : (16ll << 20);
+}
+
+SamplerConfig without_flush(SamplerConfig config) {
+  config.flush_cache = false;  // the arrays are larger than the cache; a flush would only add noise
+  return config;
+}
+
+CaseResult measure_cast(const CaseSpec& spec, CastKind kind, std::int64_t n, Backend& backend,
+                        const SamplerConfig& config) {
+  const auto count = static_cast<std::size_t>(n);
+  DeviceBuffer source = backend.allocate(cast_source_type(kind), count);
+  DeviceBuffer destination = backend.allocate(cast_destination_type(kind), count);
+  DeviceBuffer scale = backend.allocate(DType::f32, 1), amax = backend.allocate(DType::f32, 1);
+  backend.fill_uniform(source, 21, -4.0f, 4.0f);
+  const float scale_value = 448.0f / 4.0f;  // e4m3's largest value over the inputs' largest magnitude
+  backend.upload(scale, &scale_value, sizeof scale_value);
+  const CastArgs args{&source, &destination, &scale, &amax, 22};
+  const Measurement m = measure(backend, [&] { backend.cast(kind, args); }, without_flush(config));
+  CaseResult r = measured_case(spec, backend, m);
+  r.rates["gbps"] = spec.params["bytes"].get<double>() / m.seconds_per_op.median / 1e9;
+  return r;
+}
+
+CaseResult measure_copy(const CaseSpec& spec, std::int64_t n, Backend& backend, const SamplerConfig& config) {
+  const auto count = static_cast<std::size_t>(n);
+  DeviceBuffer a = backend.allocate(DType::f32, count), c = backend.allocate(DType::f32, count);
+  backend.fill_uniform(a, 23, -4.0f, 4.0f);
+  const Measurement m = measure(backend, [&] { backend.stream(StreamKernel::copy, a, a, c, 0); }, without_flush(config));
+  CaseResult r = measured_case(spec, backend, m);
+  r.rates["gbps"] = spec.params["bytes"].get<double>() / m.seconds_per_op.median / 1e9;
+  return r;
+}
+
+std::vector<CaseSpec> cast_cases(Backend& backend, const SuiteOptions& options) {
+  const std::int64_t n = cast_elements(backend, options.quick);
+  std::vector<CaseSpec> cases;
+  CaseSpec copy{"cast", fmt::format("copy/n={}", n), "fp32",
+                {{"kernel", "copy"}, {"elements", n}, {"bytes", 8.0 * n}, {"bytes_counted", "read + written"}}, {}, {}};
+  copy.measure = [copy, n](Backend& be, const SamplerConfig& config) { return measure_copy(copy, n, be, config); };
+  cases.push_back(copy);  // the ceiling, always measured
+  for (CastKind kind : kCasts) {
+    if (!options.wants(cast_precision(kind))) continue;
+    CaseSpec spec{"cast", fmt::format("{}/n={}", cast_kind_name(kind), n), cast_precision(kind),
+                  {{"kernel", cast_kind_name(kind)}, {"elements", n}, {"from", dtype_name(cast_source_type(kind))},
+                   {"to", dtype_name(cast_destination_type(kind))}, {"bytes", cast_bytes(kind, n)},
+                   {"bytes_counted", "read + written"}}, {}, {}};
+    spec.skip_reason = backend.cast_unsupported(kind);
+    spec.measure = [spec, kind, n](Backend& be, const SamplerConfig& config) {
+      return measure_cast(spec, kind, n, be, config);
+    };
+    cases.push_back(std::move(spec));
+  }
+  return cases;
+}
+
+}  // namespace
+
+Suite cast_suite() {
+  Suite s;
+  s.name = "cast";
+  s.description = "fp32 <-> fp16/bf16, fp32 -> fp8 e4m3 (scaled, with amax), fp32 -> bf16 stochastic; GB/s against copy";
+  s.precisions = {"fp32", "fp16", "bf16", "fp8-e4m3"};
+  s.cases = cast_cases;
+  s.finalize = [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "copy"); };
+  return s;
+}
+
+}  // namespace mpbench::microbench

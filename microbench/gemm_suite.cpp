@@ -1,0 +1,149 @@
+// gemm: C = A B^T through the backend's library GEMM (cuBLASLt, oneDNN) in every precision, over a
+// square sweep, the GEMMs of GPT-2 124M/350M training, and an alignment sweep around 4096.
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/peaks.hpp"
+#include "microbench/suite.hpp"
+
+namespace mpbench::microbench {
+
+namespace {
+
+struct GemmCase {
+  std::string group, name;
+  GemmShape shape;
+};
+
+bool on_gpu(const Backend& backend) { return backend.device().backend == "cuda"; }
+
+std::vector<GemmCase> square_sweep(const Backend& backend, bool quick) {
+  std::vector<std::int64_t> sizes;
+  if (on_gpu(backend)) sizes = quick ? std::vector<std::int64_t>{1024, 4096, 8192}
+                                     : std::vector<std::int64_t>{256, 512, 1024, 2048, 4096, 8192, 16384};
+  else sizes = quick ? std::vector<std::int64_t>{512, 2048} : std::vector<std::int64_t>{256, 512, 1024, 2048};
+  std::vector<GemmCase> cases;
+  for (auto n : sizes) cases.push_back({"square", fmt::format("square_{}", n), {n, n, n, 1}});
+  return cases;
+}
+
+// The GEMMs of one GPT-2 training step for `tokens` = batch x sequence tokens of width `c`
+// (forward shapes, one weight-gradient shape, the LM head padded and not, and attention's
+// batched GEMMs with 64-wide heads).
+std::vector<GemmCase> gpt2_gemms(const std::string& model, std::int64_t c, std::int64_t batch,
+                                 std::int64_t seq) {
+  const std::int64_t tokens = batch * seq, heads = c / 64;
+  const auto name = [&](const char* op) { return fmt::format("{}/{}", model, op); };
+  return {
+      {"gpt2", name("qkv"), {tokens, 3 * c, c, 1}},
+      {"gpt2", name("attn_proj"), {tokens, c, c, 1}},
+      {"gpt2", name("fc"), {tokens, 4 * c, c, 1}},
+      {"gpt2", name("fc_proj"), {tokens, c, 4 * c, 1}},
+      {"gpt2", name("fc_wgrad"), {4 * c, c, tokens, 1}},
+      {"gpt2", name("lm_head_50304"), {tokens, 50304, c, 1}},
+      {"gpt2", name("lm_head_50257"), {tokens, 50257, c, 1}},
+      {"gpt2", name("attn_qk"), {seq, seq, 64, batch * heads}},
+      {"gpt2", name("attn_pv"), {seq, 64, seq, batch * heads}},
+  };
+}
+
+std::vector<GemmCase> gpt2_sweep(const Backend& backend, bool quick) {
+  if (!on_gpu(backend)) return gpt2_gemms("gpt2-124m", 768, 1, quick ? 256 : 1024);
+  auto cases = gpt2_gemms("gpt2-124m", 768, 8, 1024);
+  if (!quick) {
+    auto bigger = gpt2_gemms("gpt2-350m", 1024, 8, 1024);
+    cases.insert(cases.end(), bigger.begin(), bigger.end());
+  }
+  return cases;
+}
+
+// Sizes around 4096 that are multiples of 16, 8, 4 or nothing: where Tensor Core kernels stop.
+std::vector<GemmCase> alignment_sweep(const Backend& backend, bool quick) {
+  std::vector<std::int64_t> sizes;
+  if (on_gpu(backend)) sizes = quick ? std::vector<std::int64_t>{4095, 4096, 4097}
+                                     : std::vector<std::int64_t>{4088, 4092, 4094, 4095, 4096, 4097, 4100, 4104};
+  else sizes = {1023, 1024, 1025};
+  std::vector<GemmCase> cases;
+  for (auto n : sizes) cases.push_back({"alignment", fmt::format("align_{}", n), {n, n, n, 1}});
+  return cases;
+}
+
+nlohmann::json shape_params(const GemmCase& c) {
+  return {{"group", c.group}, {"m", c.shape.m}, {"n", c.shape.n}, {"k", c.shape.k}, {"batch", c.shape.batch},
+          {"layout", "A[m,k] row-major, B[n,k] row-major (TN)"}, {"flops", c.shape.flops()}};
+}
+
+std::optional<std::string> alignment_rule(GemmPrecision p, const GemmShape& s) {
+  if (p == GemmPrecision::fp8_e4m3 && (s.m % 16 || s.n % 16 || s.k % 16))
+    return "fp8 GEMMs need m, n and k to be multiples of 16 (cuBLASLt rule)";
+  return std::nullopt;
+}
+
+std::uint64_t bytes_needed(const GemmPrecisionInfo& info, const GemmShape& s) {
+  const auto in = dtype_size(info.input), out = dtype_size(info.output);
+  return static_cast<std::uint64_t>(s.batch) * (s.m * s.k * in + s.n * s.k * in + s.m * s.n * out);
+}
+
+CaseResult measure_gemm(const CaseSpec& spec, GemmPrecision precision, const GemmShape& shape,
+                        Backend& backend, const SamplerConfig& config) {
+  const auto& info = gemm_precision_info(precision);
+  const auto elements = [](std::int64_t x, std::int64_t y, std::int64_t b) { return static_cast<std::size_t>(x * y * b); };
+  DeviceBuffer a = backend.allocate(info.input, elements(shape.m, shape.k, shape.batch));
+  DeviceBuffer b = backend.allocate(info.input, elements(shape.n, shape.k, shape.batch));
+  DeviceBuffer c = backend.allocate(info.output, elements(shape.m, shape.n, shape.batch));
+  // Random inputs: zeros draw less power and run faster on GPUs (shared/research/microbench.md).
+  backend.fill_uniform(a, 1, -1.0f, 1.0f);
+  backend.fill_uniform(b, 2, -1.0f, 1.0f);
+  backend.fill_uniform(c, 3, -1.0f, 1.0f);
+  auto gemm = backend.make_gemm(precision, shape, a, b, c);
+  const Measurement m = measure(backend, [&] { gemm->run(); }, config);
+
+  CaseResult r = measured_case(spec, backend, m);
+  const double tflops = shape.flops() / m.seconds_per_op.median / 1e12;
+  r.rates["tflops"] = tflops;
+  r.details["algorithm"] = gemm->details();
+  if (auto row = find_datasheet(backend.device().name); row && peak_tflops(*row, precision) > 0) {
+    r.rates["pct_of_peak"] = 100.0 * tflops / peak_tflops(*row, precision);
+    r.details["peak"] = {{"tflops", peak_tflops(*row, precision)}, {"gpu", row->gpu}, {"source", row->source}};
+  } else {
+    r.rates["pct_of_peak"] = nullptr;
+    r.details["peak"] = {{"note", "no datasheet peak for this device and precision"}};
+  }
+  return r;
+}
+
+std::vector<CaseSpec> gemm_cases(Backend& backend, const SuiteOptions& options) {
+  std::vector<GemmCase> shapes = square_sweep(backend, options.quick);
+  for (auto group : {gpt2_sweep(backend, options.quick), alignment_sweep(backend, options.quick)})
+    shapes.insert(shapes.end(), group.begin(), group.end());
+  for (const auto& s : options.extra_gemm_shapes)
+    shapes.push_back({"custom", fmt::format("custom_{}x{}x{}x{}", s.m, s.n, s.k, s.batch), s});
+
+  std::vector<CaseSpec> cases;
+  for (const auto& shape_case : shapes)
+    for (const auto& info : gemm_precisions()) {
+      if (!options.wants(std::string(info.name))) continue;
+      CaseSpec spec{"gemm", shape_case.name, std::string(info.name), shape_params(shape_case), {}, {}};
+      spec.params["bytes"] = bytes_needed(info, shape_case.shape);
+      spec.skip_reason = backend.gemm_unsupported(info.precision);
+      if (!spec.skip_reason) spec.skip_reason = alignment_rule(info.precision, shape_case.shape);
+      spec.measure = [spec, precision = info.precision, shape = shape_case.shape](Backend& be, const SamplerConfig& config) {
+        return measure_gemm(spec, precision, shape, be, config);
+      };
+      cases.push_back(std::move(spec));
+    }
+  return cases;
+}
+
+}  // namespace
+
+Suite gemm_suite() {
+  Suite s;
+  s.name = "gemm";
+  s.description = "library GEMM (cuBLASLt / oneDNN) in every precision: square sweep, GPT-2 GEMMs, alignment sweep";
+  for (const auto& info : gemm_precisions()) s.precisions.emplace_back(info.name);
+  s.cases = gemm_cases;
+  return s;
+}
+
+}  // namespace mpbench::microbench

@@ -1,0 +1,27 @@
+#pragma once
+// Runs cases with Google Benchmark as the harness: each case is one benchmark whose single
+// iteration is mpbench's sampler, reported to Google Benchmark as manual time (the median).
+// --benchmark_* options pass through (filter, repetitions, out, format...).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/measure.hpp"
+#include "core/result.hpp"
+#include "microbench/suite.hpp"
+
+namespace mpbench::microbench {
+
+struct RunOutcome {
+  std::vector<CaseResult> cases;  // in the order of the specs; skipped ones included
+  bool interrupted = false;
+};
+
+using ProgressFn = std::function<void(std::size_t done, std::size_t total, const CaseResult&)>;
+
+// Throws UsageError for a --benchmark_ option Google Benchmark does not know.
+RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const SamplerConfig& config,
+                     const std::vector<std::string>& benchmark_args, const ProgressFn& progress);
+
+}  // namespace mpbench::microbench

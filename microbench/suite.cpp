@@ -1,0 +1,66 @@
+#include "microbench/suite.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.hpp"
+
+namespace mpbench::microbench {
+
+CaseResult CaseSpec::skipped(const std::string& backend) const {
+  CaseResult r;
+  r.suite = suite;
+  r.name = name;
+  r.backend = backend;
+  r.precision = precision;
+  r.params = params;
+  r.status = CaseStatus::skipped;
+  r.message = skip_reason.value_or("skipped");
+  return r;
+}
+
+bool SuiteOptions::wants(const std::string& precision) const {
+  return precisions.empty() || std::find(precisions.begin(), precisions.end(), precision) != precisions.end();
+}
+
+const std::vector<Suite>& suites() {
+  static const std::vector<Suite> kSuites = {gemm_suite(), bandwidth_suite(), cast_suite()};
+  return kSuites;
+}
+
+const Suite& find_suite(const std::string& name) {
+  for (const auto& s : suites())
+    if (s.name == name) return s;
+  std::vector<std::string> names;
+  for (const auto& s : suites()) names.push_back(s.name);
+  throw UsageError(fmt::format("unknown suite '{}': use one of {}, all", name, fmt::join(names, ", ")));
+}
+
+CaseResult measured_case(const CaseSpec& spec, const Backend& backend, const Measurement& m) {
+  CaseResult r;
+  r.suite = spec.suite;
+  r.name = spec.name;
+  r.backend = backend.device().backend;
+  r.precision = spec.precision;
+  r.params = spec.params;
+  r.seconds = m.seconds_per_op;
+  r.details["measurement"] = m.to_json();
+  return r;
+}
+
+void add_percent_of_copy(std::vector<CaseResult>& cases, const std::string& copy_kernel) {
+  std::map<std::int64_t, double> copy_gbps;
+  for (const auto& c : cases)
+    if (c.status == CaseStatus::ok && c.params.value("kernel", "") == copy_kernel && c.rates.contains("gbps"))
+      copy_gbps[c.params.value("elements", std::int64_t{0})] =
+          std::max(copy_gbps[c.params.value("elements", std::int64_t{0})], c.rates["gbps"].get<double>());
+  for (auto& c : cases) {
+    if (c.status != CaseStatus::ok || !c.rates.contains("gbps")) continue;
+    auto it = copy_gbps.find(c.params.value("elements", std::int64_t{0}));
+    if (it != copy_gbps.end() && it->second > 0) c.rates["pct_of_copy"] = 100.0 * c.rates["gbps"].get<double>() / it->second;
+  }
+}
+
+}  // namespace mpbench::microbench

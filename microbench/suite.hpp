@@ -1,0 +1,54 @@
+#pragma once
+// A suite is a named list of cases built for one backend. Cases are plain data plus a function
+// that measures them; the runner (runner.hpp) hands them to Google Benchmark.
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/measure.hpp"
+#include "core/result.hpp"
+
+namespace mpbench::microbench {
+
+struct CaseSpec {
+  std::string suite, name, precision;
+  nlohmann::json params = nlohmann::json::object();
+  std::optional<std::string> skip_reason;  // the backend cannot run it
+  std::function<CaseResult(Backend&, const SamplerConfig&)> measure;
+
+  std::string id() const { return suite + "/" + name + "/" + precision; }
+  CaseResult skipped(const std::string& backend) const;
+};
+
+struct SuiteOptions {
+  bool quick = false;
+  std::vector<std::string> precisions;    // empty: every precision of the suite
+  std::vector<GemmShape> extra_gemm_shapes;  // --shape
+  bool wants(const std::string& precision) const;
+};
+
+struct Suite {
+  std::string name;
+  std::string description;
+  std::vector<std::string> precisions;
+  std::function<std::vector<CaseSpec>(Backend&, const SuiteOptions&)> cases;
+  // Derived rates that need other cases of the same run (percent of the copy ceiling).
+  std::function<void(std::vector<CaseResult>&)> finalize = [](std::vector<CaseResult>&) {};
+};
+
+const std::vector<Suite>& suites();
+const Suite& find_suite(const std::string& name);  // throws UsageError naming the known suites
+
+Suite gemm_suite();
+Suite bandwidth_suite();
+Suite cast_suite();
+
+// A finished case: identity from the spec, time statistics and sampler outcome from the measurement.
+CaseResult measured_case(const CaseSpec& spec, const Backend& backend, const Measurement& m);
+// Sets rates.pct_of_copy of every case from the gbps of the copy case with the same element count.
+void add_percent_of_copy(std::vector<CaseResult>& cases, const std::string& copy_kernel);
+
+}  // namespace mpbench::microbench

@@ -1,0 +1,46 @@
+#pragma once
+// Runs the mpbench binary with arguments and captures its exit status, stdout and stderr.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace mpbench::testing {
+
+struct Invocation {
+  int status = -1;
+  std::string out, err;
+};
+
+inline std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+inline Invocation run_mpbench(const std::vector<std::string>& args, const std::filesystem::path& folder) {
+  std::string command = shell_quote(MPBENCH_BINARY);
+  for (const auto& a : args) command += " " + shell_quote(a);
+  const auto out = folder / "stdout.txt", err = folder / "stderr.txt";
+  command += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
+  const int raw = std::system(command.c_str());
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_all(out), read_all(err)};
+}
+
+inline int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace mpbench::testing

@@ -1,0 +1,81 @@
+// Every bad input: one line on stderr naming the problem and the fix, exit status 2, no file.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "run_mpbench.hpp"
+
+namespace mpbench::testing {
+namespace {
+
+struct BadInput {
+  std::string label;
+  std::vector<std::string> args;
+  std::string mentions;  // a word the one-line message must contain
+};
+
+class BadInputs : public ::testing::TestWithParam<BadInput> {
+ protected:
+  void SetUp() override {
+    folder_ = std::filesystem::temp_directory_path() / ("mpbench-cli-" + std::to_string(::getpid()) + "-" + GetParam().label);
+    std::filesystem::create_directories(folder_);
+  }
+  void TearDown() override { std::filesystem::remove_all(folder_); }
+  std::filesystem::path folder_;
+};
+
+TEST_P(BadInputs, OneLineErrorExitTwoAndNoFile) {
+  const auto out = folder_ / "result.json";
+  std::vector<std::string> args = GetParam().args;
+  const bool names_out = std::find(args.begin(), args.end(), "--out") != args.end();
+  if (!names_out && args.front() == "run") {
+    args.push_back("--out");
+    args.push_back(out.string());
+  }
+  const Invocation r = run_mpbench(args, folder_);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("mpbench: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(GetParam().mentions), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  for (const auto& entry : std::filesystem::directory_iterator(folder_))
+    EXPECT_EQ(entry.path().string().find("result.json"), std::string::npos) << "left behind: " << entry.path();
+}
+
+const BadInput kBadInputs[] = {
+    {"unknown_suite", {"run", "--suite", "gemmm"}, "unknown suite 'gemmm'"},
+    {"unknown_precision", {"run", "--suite", "gemm", "--precision", "fp12"}, "unknown precision 'fp12'"},
+    {"precision_of_another_suite", {"run", "--suite", "bandwidth", "--precision", "tf32"}, "unknown precision 'tf32'"},
+    {"unknown_device", {"run", "--suite", "gemm", "--device", "tpu"}, "unknown device 'tpu'"},
+    {"bad_cuda_index", {"run", "--suite", "gemm", "--device", "cuda:x"}, "cuda:N"},
+    {"precision_device_cannot_do", {"run", "--suite", "gemm", "--device", "cpu", "--precision", "tf32"}, "--precision"},
+    {"unwritable_out", {"run", "--suite", "gemm", "--device", "cpu", "--out", "/nonexistent-folder/r.json"}, "/nonexistent-folder"},
+    {"shape_too_large", {"run", "--suite", "gemm", "--device", "cpu", "--shape", "1000000x1000000x1000000"}, "smaller shape"},
+    {"malformed_shape", {"run", "--suite", "gemm", "--device", "cpu", "--shape", "12x"}, "MxNxK"},
+    {"bad_filter", {"run", "--suite", "gemm", "--device", "cpu", "--filter", "(["}, "--filter"},
+    {"filter_matches_nothing", {"run", "--suite", "cast", "--device", "cpu", "--filter", "no-such-case"}, "mpbench list"},
+    {"unknown_benchmark_option", {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_bogus=1"}, "--benchmark_bogus"},
+    {"unknown_option", {"run", "--suite", "cast", "--frobnicate"}, "--frobnicate"},
+    {"unknown_cpu_isa", {"run", "--suite", "gemm", "--device", "cpu", "--cpu-isa", "avx9000"}, "avx9000"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Cli, BadInputs, ::testing::ValuesIn(kBadInputs),
+                         [](const auto& info) { return info.param.label; });
+
+TEST(CliCuda, DeviceCudaWithoutAGpuSaysWhyAndSuggestsTheCpu) {
+  const auto folder = std::filesystem::temp_directory_path() / ("mpbench-cli-cuda-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  const Invocation r = run_mpbench({"run", "--suite", "gemm", "--device", "cuda", "--out", (folder / "r.json").string()}, folder);
+  const bool gpu_present = r.status != 2;
+  if (gpu_present) {
+    std::filesystem::remove_all(folder);
+    GTEST_SKIP() << "a GPU is usable here, so --device cuda is not an error";
+  }
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("--device cpu"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(folder / "r.json"));
+  std::filesystem::remove_all(folder);
+}
+
+}  // namespace
+}  // namespace mpbench::testing

@@ -1,0 +1,102 @@
+// mpbench as a user runs it on a machine without a GPU.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/result.hpp"
+#include "run_mpbench.hpp"
+
+namespace mpbench::testing {
+namespace {
+
+class CliRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::filesystem::temp_directory_path() /
+              ("mpbench-run-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(folder_);
+  }
+  void TearDown() override { std::filesystem::remove_all(folder_); }
+  std::filesystem::path folder_;
+};
+
+TEST_F(CliRun, EnvJsonDescribesTheHostAndSaysWhetherThereIsAGpu) {
+  const Invocation r = run_mpbench({"env", "--json"}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto env = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(env["cpu"]["model"].get<std::string>().empty());
+  EXPECT_TRUE(env["cpu"]["flags"].contains("avx512_bf16"));
+  EXPECT_FALSE(env["onednn"]["version"].get<std::string>().empty());
+  EXPECT_FALSE(env["mpbench"]["git_revision"].get<std::string>().empty());
+  if (env["gpus"].empty()) EXPECT_FALSE(env["gpu_status"].get<std::string>().empty());
+}
+
+TEST_F(CliRun, AutoFallsBackToTheCpuAndSaysSo) {
+  const auto out = folder_ / "r.json";
+  const Invocation r = run_mpbench({"run", "--suite", "cast", "--quick", "--filter", "copy|f32_to_bf16/", "--out", out.string()}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const ResultDocument d = load_result(out);
+  if (d.run["device"] == "cpu") EXPECT_NE(r.err.find("falls back to the CPU"), std::string::npos) << r.err;
+  ASSERT_EQ(d.cases.size(), 2u);
+  for (const auto& c : d.cases) {
+    EXPECT_EQ(c.status, CaseStatus::ok) << c.message;
+    EXPECT_GT(c.rates["gbps"].get<double>(), 0);
+    EXPECT_TRUE(c.rates.contains("pct_of_copy"));
+  }
+  EXPECT_NE(r.out.find("f32_to_bf16"), std::string::npos);
+}
+
+TEST_F(CliRun, GemmRunPrintsSpeedupsOverFp32AndRecordsTheIsa) {
+  const auto out = folder_ / "r.json";
+  const Invocation r = run_mpbench({"run", "--suite", "gemm", "--device", "cpu", "--quick", "--precision", "fp32,bf16",
+                                    "--filter", "square_512/", "--cpu-isa", "avx512_core", "--out", out.string()}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const ResultDocument d = load_result(out);
+  ASSERT_EQ(d.cases.size(), 2u);
+  ASSERT_EQ(d.speedups.size(), 1u);
+  EXPECT_EQ(d.speedups[0].precision, "bf16");
+  EXPECT_EQ(d.run["cpu_isa"], "avx512_core");
+  EXPECT_EQ(d.env["backend"]["onednn"]["effective_isa"], "avx512_core");
+  EXPECT_NE(r.out.find("vs fp32"), std::string::npos);
+}
+
+TEST_F(CliRun, ListShowsEverySuite) {
+  const Invocation r = run_mpbench({"list", "--device", "cpu"}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"gemm/square_256/fp32", "bandwidth/triad/", "cast/f32_to_e4m3_scaled/", "(skipped: "})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST_F(CliRun, CtrlCKeepsTheFinishedCases) {
+  const auto out = folder_ / "r.json", err = folder_ / "err.txt";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    freopen(err.c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl(MPBENCH_BINARY, MPBENCH_BINARY, "run", "--suite", "bandwidth", "--device", "cpu", "--precision", "fp32",
+          "--out", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until two cases have finished, then press Ctrl-C.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_all(err).find("[2/") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  kill(child, SIGINT);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130) << read_all(err);
+  const ResultDocument d = load_result(out);
+  EXPECT_TRUE(d.run["interrupted"].get<bool>());
+  int ok = 0;
+  for (const auto& c : d.cases) ok += c.status == CaseStatus::ok;
+  EXPECT_GE(ok, 2);
+  EXPECT_LT(d.cases.size(), 20u);  // the full sweep has far more
+}
+
+}  // namespace
+}  // namespace mpbench::testing

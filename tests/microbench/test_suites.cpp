@@ -1,0 +1,165 @@
+// The suites' case lists and a real measurement of a few CPU cases.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/reference/reference_backend.hpp"
+#include "core/error.hpp"
+#include "microbench/runner.hpp"
+#include "microbench/suite.hpp"
+#include "microbench/table.hpp"
+
+namespace mpbench::microbench {
+namespace {
+
+std::vector<CaseSpec> cases_of(const std::string& suite, Backend& backend, SuiteOptions options = {}) {
+  return find_suite(suite).cases(backend, options);
+}
+
+bool has_case(const std::vector<CaseSpec>& cases, const std::string& name) {
+  return std::any_of(cases.begin(), cases.end(), [&](const CaseSpec& c) { return c.name == name; });
+}
+
+TEST(Suites, CaseIdsAreUnique) {
+  auto cpu = cpu::make_backend();
+  for (const auto& suite : suites()) {
+    std::set<std::string> ids;
+    for (const auto& c : suite.cases(*cpu, {})) {
+      EXPECT_TRUE(ids.insert(c.id()).second) << c.id();
+    }
+    EXPECT_FALSE(ids.empty()) << suite.name;
+  }
+}
+
+TEST(GemmSuite, HasTheGpt2ShapesAndTheAlignmentSweep) {
+  auto cpu = cpu::make_backend();
+  const auto cases = cases_of("gemm", *cpu);
+  EXPECT_TRUE(has_case(cases, "gpt2-124m/lm_head_50257"));
+  EXPECT_TRUE(has_case(cases, "gpt2-124m/lm_head_50304"));
+  EXPECT_TRUE(has_case(cases, "gpt2-124m/attn_qk"));
+  EXPECT_TRUE(has_case(cases, "align_1023"));
+  EXPECT_TRUE(has_case(cases, "square_2048"));
+  for (const auto& c : cases)
+    if (c.name == "gpt2-124m/qkv") {
+      EXPECT_EQ(c.params["n"], 3 * 768);
+      EXPECT_EQ(c.params["k"], 768);
+    }
+}
+
+TEST(GemmSuite, UnsupportedPrecisionsAreSkippedWithTheirReason) {
+  auto cpu = cpu::make_backend();
+  for (const auto& c : cases_of("gemm", *cpu)) {
+    if (c.precision == "tf32") {
+      ASSERT_TRUE(c.skip_reason);
+      EXPECT_NE(c.skip_reason->find("TF32"), std::string::npos);
+    }
+    if (c.precision == "fp32") {
+      EXPECT_FALSE(c.skip_reason) << c.id();
+    }
+  }
+}
+
+TEST(GemmSuite, Fp8NeedsMultiplesOf16) {
+  // The reference backend claims every precision, so only the alignment rule can skip.
+  reference::ReferenceBackend r;
+  for (const auto& c : cases_of("gemm", r))
+    if (c.precision == "fp8-e4m3") {
+      const bool aligned = c.params["m"].get<int>() % 16 == 0 && c.params["n"].get<int>() % 16 == 0 &&
+                           c.params["k"].get<int>() % 16 == 0;
+      EXPECT_EQ(c.skip_reason.has_value(), !aligned) << c.id();
+    }
+}
+
+TEST(GemmSuite, PrecisionOptionSelects) {
+  auto cpu = cpu::make_backend();
+  SuiteOptions only_bf16;
+  only_bf16.precisions = {"bf16"};
+  for (const auto& c : cases_of("gemm", *cpu, only_bf16)) EXPECT_EQ(c.precision, "bf16");
+}
+
+TEST(BandwidthSuite, SweepCrossesTheCache) {
+  auto cpu = cpu::make_backend();
+  const double cache = static_cast<double>(cpu->device().l2_bytes);
+  double smallest = 1e30, largest = 0;
+  for (const auto& c : cases_of("bandwidth", *cpu))
+    if (c.params["kernel"] == "triad" && c.precision == "fp32") {
+      smallest = std::min(smallest, c.params["bytes"].get<double>());
+      largest = std::max(largest, c.params["bytes"].get<double>());
+    }
+  EXPECT_LT(smallest, cache);
+  EXPECT_GT(largest, 4 * cache);
+}
+
+TEST(BandwidthSuite, BytesAreReadPlusWritten) {
+  auto cpu = cpu::make_backend();
+  for (const auto& c : cases_of("bandwidth", *cpu)) {
+    if (c.params["kernel"] == "add" && c.precision == "bf16") {
+      EXPECT_DOUBLE_EQ(c.params["bytes"].get<double>(), 3.0 * 2 * c.params["elements"].get<double>());
+    }
+    if (c.params["kernel"] == "copy" && c.precision == "fp32") {
+      EXPECT_DOUBLE_EQ(c.params["bytes"].get<double>(), 2.0 * 4 * c.params["elements"].get<double>());
+    }
+  }
+}
+
+TEST(CastSuite, Fp8CastCountsItsAmaxPass) {
+  auto cpu = cpu::make_backend();
+  for (const auto& c : cases_of("cast", *cpu))
+    if (c.params["kernel"] == "f32_to_e4m3_scaled") {
+      EXPECT_DOUBLE_EQ(c.params["bytes"].get<double>(), 9.0 * c.params["elements"].get<double>());
+    }
+}
+
+TEST(PercentOfCopy, UsesTheCopyOfTheSameSize) {
+  std::vector<CaseResult> cases(3);
+  cases[0].params = {{"kernel", "copy"}, {"elements", 100}};
+  cases[0].rates = {{"gbps", 50.0}};
+  cases[1].params = {{"kernel", "f32_to_bf16"}, {"elements", 100}};
+  cases[1].rates = {{"gbps", 40.0}};
+  cases[2].params = {{"kernel", "f32_to_bf16"}, {"elements", 200}};  // no copy of that size
+  cases[2].rates = {{"gbps", 40.0}};
+  add_percent_of_copy(cases, "copy");
+  EXPECT_DOUBLE_EQ(cases[0].rates["pct_of_copy"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(cases[1].rates["pct_of_copy"].get<double>(), 80.0);
+  EXPECT_FALSE(cases[2].rates.contains("pct_of_copy"));
+}
+
+TEST(Runner, MeasuresRealCpuCasesThroughGoogleBenchmark) {
+  auto cpu = cpu::make_backend();
+  std::vector<CaseSpec> chosen;
+  for (auto& c : cases_of("gemm", *cpu, {true, {"fp32", "bf16", "tf32"}, {}}))
+    if (c.name == "square_512") chosen.push_back(c);
+  ASSERT_EQ(chosen.size(), 3u);
+  SamplerConfig quick = SamplerConfig::quick();
+  quick.timeout_s = 1;
+  std::size_t progress_calls = 0;
+  const RunOutcome outcome = run_cases(*cpu, chosen, quick, {}, [&](std::size_t, std::size_t, const CaseResult&) { ++progress_calls; });
+  ASSERT_EQ(outcome.cases.size(), 3u);
+  EXPECT_EQ(progress_calls, 2u);  // tf32 is skipped, not measured
+  for (const auto& c : outcome.cases) {
+    if (c.precision == "tf32") {
+      EXPECT_EQ(c.status, CaseStatus::skipped);
+      continue;
+    }
+    ASSERT_EQ(c.status, CaseStatus::ok) << c.message;
+    EXPECT_GE(c.seconds->values.size(), 3u);
+    const double expected_tflops = 2.0 * 512 * 512 * 512 / c.seconds->median / 1e12;
+    EXPECT_DOUBLE_EQ(c.rates["tflops"].get<double>(), expected_tflops);
+    EXPECT_FALSE(c.details["algorithm"]["implementation"].get<std::string>().empty());
+  }
+  ResultDocument d;
+  d.cases = outcome.cases;
+  d.compute_speedups();
+  ASSERT_EQ(d.speedups.size(), 1u);
+  EXPECT_NE(format_summary(d).find("square_512"), std::string::npos);
+}
+
+TEST(Runner, UnknownGoogleBenchmarkOptionIsAUsageError) {
+  auto cpu = cpu::make_backend();
+  EXPECT_THROW(run_cases(*cpu, {}, SamplerConfig::quick(), {"--benchmark_no_such_flag=1"}, nullptr), UsageError);
+}
+
+}  // namespace
+}  // namespace mpbench::microbench
