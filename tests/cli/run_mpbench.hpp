@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -28,8 +29,14 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+// The binary under test: $MPBENCH_BIN (the device script's unpacked build), else the one built here.
+inline std::string mpbench_binary() {
+  const char* from_env = std::getenv("MPBENCH_BIN");
+  return from_env && *from_env ? from_env : MPBENCH_BINARY;
+}
+
 inline Invocation run_mpbench(const std::vector<std::string>& args, const std::filesystem::path& folder) {
-  std::string command = shell_quote(MPBENCH_BINARY);
+  std::string command = shell_quote(mpbench_binary());
   for (const auto& a : args) command += " " + shell_quote(a);
   const auto out = folder / "stdout.txt", err = folder / "stderr.txt";
   command += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());

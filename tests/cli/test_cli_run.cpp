@@ -77,7 +77,8 @@ TEST_F(CliRun, CtrlCKeepsTheFinishedCases) {
   if (child == 0) {
     freopen(err.c_str(), "w", stderr);
     freopen("/dev/null", "w", stdout);
-    execl(MPBENCH_BINARY, MPBENCH_BINARY, "run", "--suite", "bandwidth", "--device", "cpu", "--precision", "fp32",
+    const std::string binary = mpbench_binary();
+    execl(binary.c_str(), binary.c_str(), "run", "--suite", "bandwidth", "--device", "cpu", "--precision", "fp32",
           "--out", out.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

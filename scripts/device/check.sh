@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The one device script: on a bare GPU machine (CUDA driver and toolkit, CMake, ninja, PyTorch; no
+# network, no Debian development packages) it unpacks the build made beforehand with
+# scripts/device/pack.sh (or packs ./build if that exists), runs every test binary (GPU tests
+# included), runs `mpbench run --suite all --quick` on the GPU, measures PyTorch's matmul and copy
+# for the targets, and writes into OUTDIR (at most 8 files):
+#   check.log  env.json  tests.txt  result-quick.json  torch.json  summary.txt
+# ending with a short table. A failing step is reported and the next one still runs.
+# Usage: scripts/device/check.sh OUTDIR
+#   MPBENCH_CHECK_DEVICE=cpu   run the suites on the CPU (a dry run on a machine without a GPU)
+#   MPBENCH_CHECK_FILTER=RE    only the cases matching RE (default: all of --quick)
+#   MPBENCH_CHECK_TESTS="a b"  only these test binaries (default: all)
+set -uo pipefail
+out=${1:?usage: scripts/device/check.sh OUTDIR}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+exec > >(tee -a "$out/check.log") 2>&1
+device=${MPBENCH_CHECK_DEVICE:-cuda}
+status=0
+step() { echo; echo "== $(date -u +%H:%M:%S) $*"; }
+fail() { echo "check: FAILED: $*"; status=1; }
+
+step "binaries"
+if [[ ! -f $repo/.devpack/mpbench-devpack.tar.xz && -x $repo/build/cli/mpbench ]]; then
+  bash "$repo/scripts/device/pack.sh" "$repo/build" || fail "packing ./build"
+fi
+if [[ ! -f $repo/.devpack/mpbench-devpack.tar.xz ]]; then
+  echo "check: no .devpack/mpbench-devpack.tar.xz and no ./build: run scripts/setup.sh and scripts/device/pack.sh"
+  echo "check: on the machine with the Debian packages, then carry .devpack in the device call"
+  exit 2
+fi
+pack=$(mktemp -d)
+tar -C "$pack" -xJf "$repo/.devpack/mpbench-devpack.tar.xz" || { echo "check: cannot unpack"; exit 2; }
+echo "pack of revision $(cat "$repo/.devpack/REVISION" 2>/dev/null || echo unknown); tree at $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
+ls "$pack/bin" "$pack/lib"
+
+# CUDA's libraries: the toolkit's, or the ones PyTorch's wheels bring.
+cuda_dirs=()
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [[ -d $d ]] && cuda_dirs+=("$d"); done
+while IFS= read -r d; do cuda_dirs+=("$d"); done < <(python3 - <<'PY' 2>/dev/null
+import glob, os, site
+for s in site.getsitepackages():
+    for p in sorted(set(glob.glob(os.path.join(s, "nvidia", "**", "libcublasLt.so*"), recursive=True))):
+        print(os.path.dirname(p))
+PY
+)
+original_ld_path=${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH="$pack/lib$(printf ':%s' "${cuda_dirs[@]}")${original_ld_path:+:$original_ld_path}"
+export MPBENCH_BIN="$pack/bin/mpbench"
+if ldd "$MPBENCH_BIN" | grep "not found"; then fail "libraries missing for mpbench (above)"; fi
+
+step "GPU"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv 2>&1 || echo "nvidia-smi: not available"
+
+step "mpbench env"
+"$MPBENCH_BIN" env --json > "$out/env.json" || fail "mpbench env"
+"$MPBENCH_BIN" env || true
+
+step "tests"
+: > "$out/tests.txt"
+tests=${MPBENCH_CHECK_TESTS:-$(ls "$pack/bin" | grep '^test_')}
+for t in $tests; do
+  echo "-- $t" | tee -a "$out/tests.txt"
+  (cd "$pack" && timeout 300 "$pack/bin/$t" --gtest_color=no > "$pack/$t.log" 2>&1)
+  code=$?
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$pack/$t.log" >> "$out/tests.txt"
+  echo "exit $code" >> "$out/tests.txt"
+  ((code == 0)) || { fail "$t (exit $code)"; tail -40 "$pack/$t.log"; }
+done
+grep -E "exit|PASSED|FAILED  \]" "$out/tests.txt"
+
+step "mpbench run --suite all --quick --device $device"
+timeout 420 "$MPBENCH_BIN" run --suite all --quick --device "$device" ${MPBENCH_CHECK_FILTER:+--filter "$MPBENCH_CHECK_FILTER"} \
+  --out "$out/result-quick.json" || fail "mpbench run (exit $?)"
+
+step "PyTorch baseline (same machine, same call)"
+LD_LIBRARY_PATH=$original_ld_path timeout 180 python3 "$repo/scripts/device/torch_baseline.py" --out "$out/torch.json" ||
+  echo "check: PyTorch baseline not measured"
+
+step "summary"
+python3 "$repo/scripts/device/summarize.py" --result "$out/result-quick.json" --torch "$out/torch.json" \
+  --tests "$out/tests.txt" | tee "$out/summary.txt"
+exit $status

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The short table at the end of scripts/device/check.sh: tests, the headline figures of the quick
+run, and the issue's targets (GEMM against torch.matmul, copy against cudaMemcpy, casts against
+copy), each PASS, FAIL or not measured. Standard library only: it runs on the bare GPU machine."""
+import argparse
+import json
+import os
+import re
+import sys
+
+
+def load(path):
+    if not path or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def ok_cases(doc, suite):
+    return [c for c in doc.get("cases", []) if c["suite"] == suite and c["status"] == "ok"]
+
+
+def verdict(ratio, target):
+    if ratio is None:
+        return "not measured"
+    return f"{'PASS' if ratio >= target else 'FAIL'} ({100 * ratio:.0f}% vs >= {100 * target:.0f}%)"
+
+
+def test_lines(path):
+    rows = []
+    if not path or not os.path.exists(path):
+        return ["tests: not run"]
+    binary = None
+    counts = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("-- "):
+                binary = line[3:].strip()
+                counts[binary] = {"passed": 0, "failed": 0, "skipped": 0, "exit": "?"}
+            m = re.match(r"\[\s+(PASSED|FAILED|SKIPPED)\s+\]\s+(\d+) test", line)
+            if m and binary:
+                counts[binary][m.group(1).lower()] = int(m.group(2))
+            if line.startswith("exit ") and binary:
+                counts[binary]["exit"] = line.split()[1]
+    for name, c in counts.items():
+        rows.append(f"{name:<22} passed {c['passed']:>4}  failed {c['failed']:>3}  skipped {c['skipped']:>3}  exit {c['exit']}")
+    return rows
+
+
+def gemm_rows(doc):
+    rows = []
+    for c in ok_cases(doc, "gemm"):
+        if c["name"] in ("square_8192", "align_4095", "align_4096", "align_4097", "gpt2-124m/lm_head_50257",
+                         "gpt2-124m/lm_head_50304"):
+            algo = c["details"].get("algorithm", {})
+            peak = c["rates"].get("pct_of_peak")
+            rows.append(f"{c['name']:<26} {c['precision']:<11} {c['rates']['tflops']:8.1f} TFLOP/s"
+                        f"  {'' if peak is None else f'{peak:5.1f}% peak'}  tensor_cores={algo.get('tensor_cores')}")
+    return rows
+
+
+def best_tflops(doc, precision):
+    values = [c["rates"]["tflops"] for c in ok_cases(doc, "gemm")
+              if c["precision"] == precision and c["name"].startswith("square_")]
+    return max(values) if values else None
+
+
+def largest(cases, kernel, precision="fp32"):
+    chosen = [c for c in cases if c["params"].get("kernel") == kernel and c["precision"] == precision]
+    return max(chosen, key=lambda c: c["params"].get("elements", 0)) if chosen else None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--result")
+    parser.add_argument("--torch")
+    parser.add_argument("--tests")
+    args = parser.parse_args()
+    doc, torch = load(args.result), load(args.torch)
+
+    print("== tests")
+    print("\n".join(test_lines(args.tests)))
+    if doc is None:
+        print("== mpbench run: no result document")
+        return 1
+    gpu = (doc["env"].get("gpus") or [{}])[0].get("name", doc["env"]["cpu"]["model"])
+    statuses = [c["status"] for c in doc["cases"]]
+    print(f"== mpbench run on {gpu} ({doc['run']['device']}): {statuses.count('ok')} ok, "
+          f"{statuses.count('skipped')} skipped, {statuses.count('error')} error")
+    for c in doc["cases"]:
+        if c["status"] == "error":
+            print(f"   error {c['suite']}/{c['name']}/{c['precision']}: {c['message']}")
+    print("\n".join(gemm_rows(doc)))
+
+    print("== targets")
+    for precision in ("bf16", "fp16"):
+        ours = best_tflops(doc, precision)
+        theirs = (torch or {}).get("matmul", {}).get(precision, {}).get("tflops")
+        ratio = ours / theirs if ours and theirs else None
+        print(f"gemm {precision} best square vs torch.matmul 8192^3: "
+              f"{'-' if ours is None else f'{ours:.1f}'} vs {'-' if theirs is None else f'{theirs:.1f}'} TFLOP/s  "
+              f"{verdict(ratio, 0.90)}")
+    bandwidth = ok_cases(doc, "bandwidth")
+    copy, memcpy = largest(bandwidth, "copy"), largest(bandwidth, "memcpy")
+    ratio = copy["rates"]["gbps"] / memcpy["rates"]["gbps"] if copy and memcpy else None
+    print(f"copy kernel vs cudaMemcpy (largest size): "
+          f"{'-' if not copy else round(copy['rates']['gbps'])} vs {'-' if not memcpy else round(memcpy['rates']['gbps'])} GB/s  "
+          f"{verdict(ratio, 0.90)}")
+    for c in ok_cases(doc, "cast"):
+        if c["params"].get("kernel") == "copy":
+            continue
+        pct = c["rates"].get("pct_of_copy")
+        print(f"cast {c['params']['kernel']:<24} {c['rates']['gbps']:8.1f} GB/s  "
+              f"{verdict(None if pct is None else pct / 100, 0.85)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

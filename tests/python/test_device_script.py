@@ -1,0 +1,33 @@
+"""scripts/device/check.sh must work on its first try on the GPU machine, so every step that can
+run without a GPU runs here: packing the build, unpacking it, the library path, the test binaries,
+a filtered run (on the CPU) and the summary table."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "cli" / "mpbench"
+
+pytestmark = pytest.mark.skipif(not BUILD.exists(), reason=f"mpbench is not built at {BUILD}")
+
+
+def test_check_script_dry_run_on_the_cpu(tmp_path):
+    env = dict(os.environ, MPBENCH_CHECK_DEVICE="cpu", MPBENCH_CHECK_FILTER=r"square_512/|memcpy/|/copy/|f32_to_bf16/",
+               MPBENCH_CHECK_TESTS="test_core test_backends")
+    env.pop("MPBENCH_BIN", None)
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "check.sh"), str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    produced = sorted(p.name for p in tmp_path.iterdir())
+    assert {"check.log", "env.json", "tests.txt", "result-quick.json", "summary.txt"} <= set(produced)
+    assert len(produced) <= 8  # what the device tool brings back
+    result = json.loads((tmp_path / "result-quick.json").read_text())
+    assert any(c["status"] == "ok" for c in result["cases"])
+    summary = (tmp_path / "summary.txt").read_text()
+    assert "test_backends" in summary and "== targets" in summary
+    assert "copy kernel vs cudaMemcpy" in summary
+    tests = (tmp_path / "tests.txt").read_text()
+    assert "exit 0" in tests and "FAILED" not in tests

@@ -1,0 +1,65 @@
+"""A real `mpbench run` on this machine writes a document that validates against the JSON Schema,
+and the schema rejects what it should."""
+import copy
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "results" / "schema" / "result-1.schema.json").read_text())
+BINARY = Path(os.environ.get("MPBENCH_BIN", ROOT / "build" / "cli" / "mpbench"))
+
+pytestmark = pytest.mark.skipif(not BINARY.exists(), reason=f"mpbench is not built at {BINARY}")
+
+
+@pytest.fixture(scope="module")
+def document(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "result.json"
+    subprocess.run([str(BINARY), "run", "--suite", "all", "--device", "cpu", "--quick",
+                    "--filter", r"square_512/|align_1023/|memcpy/|triad/|copy/|f32_to_bf16/|e4m3",
+                    "--out", str(out)], check=True, capture_output=True, text=True)
+    return json.loads(out.read_text())
+
+
+def test_real_run_validates(document):
+    jsonschema.validate(document, SCHEMA)
+    suites = {c["suite"] for c in document["cases"]}
+    assert suites == {"gemm", "bandwidth", "cast"}
+
+
+def test_real_run_has_skips_with_reasons_and_speedups(document):
+    skipped = [c for c in document["cases"] if c["status"] == "skipped"]
+    assert skipped and all(c["message"] for c in skipped)
+    assert any(s["suite"] == "gemm" and s["precision"] == "bf16" for s in document["speedups"])
+    assert any(s["suite"] == "bandwidth" and s["precision"] == "fp16" for s in document["speedups"])
+
+
+def test_every_ok_case_has_several_samples(document):
+    for case in document["cases"]:
+        if case["status"] == "ok":
+            stats = case["metrics"]["seconds"]
+            assert stats["samples"] >= 3 and len(stats["values"]) == stats["samples"]
+            assert stats["min"] <= stats["median"] <= stats["max"]
+
+
+def test_schema_rejects_single_samples_and_unknown_status(document):
+    ok = next(c for c in document["cases"] if c["status"] == "ok")
+    single = copy.deepcopy(document)
+    single["cases"] = [copy.deepcopy(ok)]
+    single["cases"][0]["metrics"]["seconds"]["samples"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(single, SCHEMA)
+    unknown = copy.deepcopy(document)
+    unknown["cases"] = [copy.deepcopy(ok)]
+    unknown["cases"][0]["status"] = "fine"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(unknown, SCHEMA)
+    unexplained = copy.deepcopy(document)
+    skipped = next(c for c in document["cases"] if c["status"] == "skipped")
+    unexplained["cases"] = [dict(skipped, message="")]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(unexplained, SCHEMA)
