@@ -1,0 +1,113 @@
+// The CUDA loss scaler against the CPU one, bit for bit: same gradients after unscale, same state
+// after the update. Needs a GPU; skips with the reason when none is visible.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "amp/loss_scaler.hpp"
+#include "amp/loss_scaler_cuda.hpp"
+
+namespace {
+
+using mpbench::amp::LossScaler;
+using mpbench::amp::ScalerConfig;
+using mpbench::amp::ScalerState;
+using mpbench::amp::cuda::DeviceLossScaler;
+
+#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+bool gpu_available(std::string& reason) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    reason = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(status);
+    return false;
+  }
+  if (count == 0) {
+    reason = "no CUDA device visible";
+    return false;
+  }
+  return true;
+}
+
+class DeviceLossScalerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string reason;
+    if (!gpu_available(reason)) GTEST_SKIP() << "needs a GPU: " << reason;
+  }
+  void TearDown() override {
+    for (float* p : device_) cudaFree(p);
+  }
+
+  // Uploads host tensors; returns device pointers in the same order.
+  std::vector<float*> upload(const std::vector<std::vector<float>>& host) {
+    std::vector<float*> ptrs;
+    for (const auto& t : host) {
+      float* p = nullptr;
+      EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(1, t.size()) * sizeof(float)), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(p, t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+      device_.push_back(p);
+      ptrs.push_back(p);
+    }
+    return ptrs;
+  }
+
+  std::vector<float*> device_;
+};
+
+void expect_same_state(const ScalerState& cpu, const ScalerState& gpu, int step) {
+  EXPECT_EQ(cpu.scale, gpu.scale) << "step " << step;
+  EXPECT_EQ(cpu.growth_tracker, gpu.growth_tracker) << "step " << step;
+  EXPECT_EQ(cpu.found_inf, gpu.found_inf) << "step " << step;
+  EXPECT_EQ(cpu.steps, gpu.steps) << "step " << step;
+  EXPECT_EQ(cpu.skipped_steps, gpu.skipped_steps) << "step " << step;
+}
+
+TEST_F(DeviceLossScalerTest, MatchesCpuScalerOverSteps) {
+  std::mt19937 rng(51);
+  std::normal_distribution<float> normal(0.0f, 3000.0f);
+  // Sizes that straddle the 65536-element chunks and the 36-tensor, 320-block launch limits.
+  std::vector<int64_t> sizes = {1, 65535, 65536, 65537, 0, 3'000'001, 17};
+  for (int i = 0; i < 60; ++i) sizes.push_back(int64_t(rng() % 9000));
+  ScalerConfig config;
+  config.growth_interval = 2;
+  LossScaler cpu(config);
+  DeviceLossScaler gpu(config);
+  const bool overflow_at[] = {false, true, false, false, false};
+  for (int step = 0; step < 5; ++step) {
+    std::vector<std::vector<float>> host;
+    for (int64_t n : sizes) {
+      std::vector<float> t(static_cast<std::size_t>(n));
+      for (float& x : t) x = normal(rng);
+      host.push_back(std::move(t));
+    }
+    if (overflow_at[step]) host[5][2'999'999] = std::numeric_limits<float>::infinity();
+    const std::vector<float*> ptrs = upload(host);
+    gpu.unscale(ptrs, sizes);
+    std::vector<std::span<float>> spans(host.begin(), host.end());
+    cpu.unscale(spans);
+    const ScalerState after_unscale = gpu.read_state();
+    expect_same_state(cpu.state(), after_unscale, step);
+    for (std::size_t t = 0; t < host.size(); ++t) {
+      std::vector<float> back(host[t].size());
+      ASSERT_CUDA(cudaMemcpy(back.data(), ptrs[t], back.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      for (std::size_t i = 0; i < back.size(); ++i) {
+        if (std::isnan(host[t][i])) continue;
+        ASSERT_EQ(back[i], host[t][i]) << "tensor " << t << " element " << i << " step " << step;
+      }
+    }
+    gpu.update();
+    cpu.update();
+    expect_same_state(cpu.state(), gpu.read_state(), step);
+  }
+  EXPECT_EQ(gpu.read_state().skipped_steps, 1);
+  EXPECT_EQ(gpu.read_state().scale, 65536.0f);  // back off once, then grow once after 2 clean steps
+}
+
+}  // namespace
