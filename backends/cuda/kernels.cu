@@ -1,0 +1,245 @@
+// The backend's own kernels: thin __global__ wrappers around the per-thread bodies of
+// kernel_bodies.hpp, plus the block reductions of dot and amax. All are memory-bound; byte counts
+// below are per element, STREAM-style (reads + writes, no write-allocate traffic).
+#include <algorithm>
+#include <string>
+
+#include "backends/cuda/check.hpp"
+#include "backends/cuda/kernel_bodies.hpp"
+#include "backends/cuda/kernels.hpp"
+#include "core/error.hpp"
+
+namespace mpbench::cuda::kernels {
+
+namespace {
+
+__device__ std::size_t global_thread() { return blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; }
+__device__ std::size_t grid_threads() { return std::size_t(gridDim.x) * blockDim.x; }
+
+// Writes make(i) to every element: sizeof(Out) bytes per element.
+template <int N, typename Out, typename Make>
+__global__ void __launch_bounds__(kBlockThreads) generate_kernel(std::size_t n, Out* out, Make make) {
+  body::generate_elements<N>(global_thread(), grid_threads(), n, out, make);
+}
+
+// out[i] = f(in[i], i): sizeof(In) + sizeof(Out) bytes per element.
+template <int N, typename In, typename Out, typename F>
+__global__ void __launch_bounds__(kBlockThreads) map_kernel(std::size_t n, const In* in, Out* out, F f) {
+  body::map_elements<N>(global_thread(), grid_threads(), n, in, out, f);
+}
+
+// out[i] = f(a[i], b[i]): 3 * sizeof(T) bytes per element.
+template <int N, typename T, typename F>
+__global__ void __launch_bounds__(kBlockThreads) zip_kernel(std::size_t n, const T* a, const T* b, T* out, F f) {
+  body::zip_elements<N>(global_thread(), grid_threads(), n, a, b, out, f);
+}
+
+struct SumOp {
+  __device__ float operator()(float x, float y) const { return x + y; }
+};
+struct MaxOp {
+  __device__ float operator()(float x, float y) const { return fmaxf(x, y); }
+};
+
+// Reduces one value per thread over the block (warp shuffles, then the first warp over the warps'
+// results); the result is valid in thread 0. 0 is the identity of both uses (sums, max of |x|).
+template <typename Op>
+__device__ float block_reduce(float value, Op op) {
+  constexpr int kWarps = kBlockThreads / 32;
+  __shared__ float warp_results[kWarps];
+  for (int offset = 16; offset > 0; offset /= 2) value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (lane == 0) warp_results[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    value = lane < kWarps ? warp_results[lane] : 0.0f;
+    for (int offset = 16; offset > 0; offset /= 2) value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  }
+  return value;
+}
+
+// *sum += sum a[i] * b[i]: 2 * sizeof(T) bytes per element, one atomic per block.
+template <int N, typename T>
+__global__ void __launch_bounds__(kBlockThreads) dot_kernel(std::size_t n, const T* a, const T* b, float* sum) {
+  const float block_sum = block_reduce(body::dot_partial<N>(global_thread(), grid_threads(), n, a, b), SumOp{});
+  if (threadIdx.x == 0) atomicAdd(sum, block_sum);
+}
+
+// *amax = max(*amax, |x[i]|): 4 bytes per element. Non-negative floats order like their bit
+// patterns, so an integer atomicMax on the bits is a float max.
+template <int N>
+__global__ void __launch_bounds__(kBlockThreads) amax_kernel(std::size_t n, const float* x, float* amax) {
+  const float block_max = block_reduce(body::amax_partial<N>(global_thread(), grid_threads(), n, x), MaxOp{});
+  if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned int*>(amax), __float_as_uint(block_max));
+}
+
+// out[i] = e4m3(x[i] * *scale): 4 + 1 bytes per element (the scale is one cached load per thread).
+template <int N>
+__global__ void __launch_bounds__(kBlockThreads) scaled_e4m3_kernel(std::size_t n, const float* x,
+                                                                    const float* scale, body::e4m3_bits* out) {
+  body::map_elements<N>(global_thread(), grid_threads(), n, x, out, body::ScaledE4m3{*scale});
+}
+
+// Calls f with a value of the storage type of `dtype`, one of the three stream/cast float types.
+template <typename F>
+void with_float_type(DType dtype, const char* operation, F&& f) {
+  switch (dtype) {
+    case DType::f32: return f(float{});
+    case DType::f16: return f(elem::f16_bits{});
+    case DType::bf16: return f(elem::bf16_bits{});
+    default:
+      throw UsageError(std::string(operation) + " runs on fp32, fp16 or bf16 buffers, not " +
+                       std::string(dtype_name(dtype)));
+  }
+}
+
+template <typename T>
+constexpr int pack_of() { return 16 / static_cast<int>(sizeof(T)); }
+
+template <typename Kernel, typename... Args>
+void launch(Launcher& launcher, const char* name, Kernel kernel, std::size_t items, Args... args) {
+  const unsigned blocks = launcher.grid(reinterpret_cast<const void*>(kernel), items);
+  kernel<<<blocks, kBlockThreads, 0, launcher.stream()>>>(args...);
+  check_launch(name);
+}
+
+template <typename T, typename F>
+void launch_map(Launcher& launcher, const char* name, const void* in, void* out, std::size_t n, F f) {
+  constexpr int N = pack_of<T>();
+  launch(launcher, name, map_kernel<N, T, T, F>, n / N + 1, n, static_cast<const T*>(in), static_cast<T*>(out), f);
+}
+
+template <typename T, typename F>
+void launch_zip(Launcher& launcher, const char* name, const void* a, const void* b, void* out, std::size_t n,
+                F f) {
+  constexpr int N = pack_of<T>();
+  launch(launcher, name, zip_kernel<N, T, F>, n / N + 1, n, static_cast<const T*>(a), static_cast<const T*>(b),
+         static_cast<T*>(out), f);
+}
+
+template <typename In, typename Out, typename F>
+void launch_cast(Launcher& launcher, const char* name, const In* in, Out* out, std::size_t n, F f) {
+  constexpr int N = body::pack_elements<In, Out>();
+  launch(launcher, name, map_kernel<N, In, Out, F>, n / N + 1, n, in, out, f);
+}
+
+}  // namespace
+
+std::optional<std::string> kernel_image_problem() {
+  cudaFuncAttributes attributes{};
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(amax_kernel<4>));
+  if (status == cudaSuccess) return std::nullopt;
+  cudaGetLastError();
+  return std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status) + ")";
+}
+
+unsigned Launcher::grid(const void* kernel, std::size_t items) {
+  auto found = wave_blocks_.find(kernel);
+  if (found == wave_blocks_.end()) {
+    int per_multiprocessor = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, kBlockThreads, 0),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    const unsigned wave = static_cast<unsigned>(std::max(per_multiprocessor, 1) * std::max(multiprocessors_, 1));
+    found = wave_blocks_.emplace(kernel, wave).first;
+  }
+  const std::size_t wanted = (items + kBlockThreads - 1) / kBlockThreads;
+  return static_cast<unsigned>(std::clamp<std::size_t>(wanted, 1, found->second));
+}
+
+void fill_uniform(Launcher& launcher, DType dtype, void* out, std::size_t n, std::uint64_t seed, float lo,
+                  float hi) {
+  if (n == 0) return;
+  const auto fill = [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int N = pack_of<T>();
+    launch(launcher, "fill_uniform", generate_kernel<N, T, body::FillUniform<T>>, n / N + 1, n,
+           static_cast<T*>(out), body::FillUniform<T>{seed, lo, hi});
+  };
+  switch (dtype) {
+    case DType::e4m3: return fill(body::e4m3_bits{});
+    case DType::e5m2: return fill(body::e5m2_bits{});
+    default: return with_float_type(dtype, "fill_uniform", fill);
+  }
+}
+
+void stream_copy(Launcher& launcher, DType dtype, const void* a, void* c, std::size_t n) {
+  if (n == 0) return;
+  with_float_type(dtype, "stream copy", [&](auto tag) {
+    launch_map<decltype(tag)>(launcher, "stream_copy", a, c, n, body::CopyBits{});
+  });
+}
+
+void stream_scale(Launcher& launcher, DType dtype, const void* a, void* c, std::size_t n, float s) {
+  if (n == 0) return;
+  with_float_type(dtype, "stream scale", [&](auto tag) {
+    using T = decltype(tag);
+    launch_map<T>(launcher, "stream_scale", a, c, n, body::Scale<T>{s});
+  });
+}
+
+void stream_add(Launcher& launcher, DType dtype, const void* a, const void* b, void* c, std::size_t n) {
+  if (n == 0) return;
+  with_float_type(dtype, "stream add", [&](auto tag) {
+    using T = decltype(tag);
+    launch_zip<T>(launcher, "stream_add", a, b, c, n, body::Add<T>{});
+  });
+}
+
+void stream_triad(Launcher& launcher, DType dtype, const void* a, const void* b, void* c, std::size_t n,
+                  float s) {
+  if (n == 0) return;
+  with_float_type(dtype, "stream triad", [&](auto tag) {
+    using T = decltype(tag);
+    launch_zip<T>(launcher, "stream_triad", a, b, c, n, body::Triad<T>{s});
+  });
+}
+
+void stream_dot(Launcher& launcher, DType dtype, const void* a, const void* b, float* sum, std::size_t n) {
+  check(cudaMemsetAsync(sum, 0, sizeof(float), launcher.stream()), "cudaMemsetAsync (dot sum)");
+  if (n == 0) return;
+  with_float_type(dtype, "stream dot", [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int N = pack_of<T>();
+    launch(launcher, "stream_dot", dot_kernel<N, T>, n / N + 1, n, static_cast<const T*>(a),
+           static_cast<const T*>(b), sum);
+  });
+}
+
+void convert(Launcher& launcher, DType from, DType to, const void* in, void* out, std::size_t n) {
+  if (n == 0) return;
+  const auto cast = [&](auto in_tag, auto out_tag) {
+    using In = decltype(in_tag);
+    using Out = decltype(out_tag);
+    launch_cast(launcher, "convert", static_cast<const In*>(in), static_cast<Out*>(out), n, body::Convert<In, Out>{});
+  };
+  if (from == DType::f32 && to == DType::f16) return cast(float{}, elem::f16_bits{});
+  if (from == DType::f32 && to == DType::bf16) return cast(float{}, elem::bf16_bits{});
+  if (from == DType::f16 && to == DType::f32) return cast(elem::f16_bits{}, float{});
+  if (from == DType::bf16 && to == DType::f32) return cast(elem::bf16_bits{}, float{});
+  throw UsageError("no conversion kernel from " + std::string(dtype_name(from)) + " to " +
+                   std::string(dtype_name(to)));
+}
+
+void amax(Launcher& launcher, const float* x, float* result, std::size_t n) {
+  check(cudaMemsetAsync(result, 0, sizeof(float), launcher.stream()), "cudaMemsetAsync (amax)");
+  if (n == 0) return;
+  constexpr int N = pack_of<float>();
+  launch(launcher, "amax", amax_kernel<N>, n / N + 1, n, x, result);
+}
+
+void f32_to_e4m3_scaled(Launcher& launcher, const float* x, const float* scale, std::uint8_t* out, std::size_t n) {
+  if (n == 0) return;
+  constexpr int N = body::pack_elements<float, body::e4m3_bits>();
+  launch(launcher, "f32_to_e4m3_scaled", scaled_e4m3_kernel<N>, n / N + 1, n, x, scale,
+         reinterpret_cast<body::e4m3_bits*>(out));
+}
+
+void f32_to_bf16_stochastic(Launcher& launcher, const float* x, std::uint64_t seed, std::uint16_t* out,
+                            std::size_t n) {
+  if (n == 0) return;
+  launch_cast(launcher, "f32_to_bf16_stochastic", x, reinterpret_cast<elem::bf16_bits*>(out), n,
+              body::StochasticBf16{seed});
+}
+
+}  // namespace mpbench::cuda::kernels
