@@ -136,10 +136,8 @@ MPB_HD float decode(uint32_t code, NarrowFormat f) {
     return bits_to_float(sign | kF32Inf | (1u << (kF32MantissaBits - 1)) | (mantissa << widen));
   }
   if (exponent == 0) {
-    // Subnormal: mantissa * 2^(1 - bias - mantissa_bits). Both factors and the product are exact
-    // fp32 values for every format here except bf16, whose subnormals are fp32 subnormals and
-    // take the shift path below instead.
-    if (f.bias == kF32Bias) return bits_to_float(sign | (mantissa << widen));
+    // Subnormal: mantissa * 2^(1 - bias - mantissa_bits). Both factors and the product are normal,
+    // exact fp32 values for fp16 and fp8; bf16 (whose subnormals are fp32's) decodes by a shift.
     const float quantum = bits_to_float(uint32_t(1 - f.bias - f.mantissa_bits + kF32Bias) << kF32MantissaBits);
     const float magnitude = float(mantissa) * quantum;
     return bits_to_float(sign | float_to_bits(magnitude));
