@@ -118,6 +118,7 @@ int run_benchmarks(const RunOptions& options) {
     throw UsageError(fmt::format("bad --filter '{}': {}", options.filter, e.what()));
   }
   check_writable(options.out);
+  microbench::configure_google_benchmark(options.benchmark_args);
   if (!options.cpu_isa.empty()) cpu::limit_isa(options.cpu_isa);
 
   BackendChoice choice = choose_backend(options.device);

@@ -19,15 +19,19 @@ class SilentReporter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>&) override {}
 };
 
-void initialize_google_benchmark(const std::vector<std::string>& args) {
+}  // namespace
+
+void configure_google_benchmark(const std::vector<std::string>& args) {
   std::vector<std::string> owned{"mpbench"};
   owned.insert(owned.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : owned) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
   benchmark::Initialize(&argc, argv.data());
-  if (argc > 1) throw UsageError(fmt::format("unknown Google Benchmark option '{}': see --benchmark_help", argv[1]));
+  if (argc > 1) throw UsageError(fmt::format("unknown Google Benchmark option '{}': it takes --benchmark_filter, --benchmark_repetitions, --benchmark_out, --benchmark_out_format, --benchmark_format and the other flags of its --help", argv[1]));
 }
+
+namespace {
 
 bool chooses_own_display(const std::vector<std::string>& args) {
   for (const auto& a : args)
@@ -63,7 +67,7 @@ void merge_into(std::map<std::string, CaseResult>& done, CaseResult r) {
 
 RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const SamplerConfig& config,
                      const std::vector<std::string>& benchmark_args, const ProgressFn& progress) {
-  initialize_google_benchmark(benchmark_args);
+  configure_google_benchmark(benchmark_args);
   benchmark::ClearRegisteredBenchmarks();
   std::map<std::string, CaseResult> done;
   RunOutcome outcome;

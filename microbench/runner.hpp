@@ -18,9 +18,12 @@ struct RunOutcome {
   bool interrupted = false;
 };
 
+// Hands the --benchmark_* options to Google Benchmark; throws UsageError for one it does not know.
+void configure_google_benchmark(const std::vector<std::string>& benchmark_args);
+
 using ProgressFn = std::function<void(std::size_t done, std::size_t total, const CaseResult&)>;
 
-// Throws UsageError for a --benchmark_ option Google Benchmark does not know.
+// Configures Google Benchmark with `benchmark_args` first (see above).
 RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const SamplerConfig& config,
                      const std::vector<std::string>& benchmark_args, const ProgressFn& progress);
 
