@@ -1,0 +1,905 @@
+#!/usr/bin/env python3
+"""Plots and an HTML page from mpbench result documents.
+
+    python3 scripts/report.py RESULTS... -o DIR [--reference-machine NAME] [--prices FILE]
+
+RESULTS are result documents (schema "mpbench.result/1") or folders of them. DIR receives one PNG,
+one SVG and one JSON (the points drawn) per plot, and index.html, which shows the plots and the
+tables of cases and refers only to files beside it. Cases whose status is not ok are never drawn:
+index.html lists them. Documents are grouped by machine (the GPU, or the CPU for CPU runs, and the
+CUDA version); with two machines or more the hardware-selection plots appear: speedup per mode per
+machine, throughput relative to a reference machine and, with --prices, per dollar and per watt.
+
+Exit status: 0 on success, 2 on unusable input (unreadable file, malformed JSON, another schema,
+no document, bad --prices file, unknown --reference-machine).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import itertools
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on CI machines; must precede pyplot
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+
+SCHEMA = "mpbench.result/1"
+# Bytes per element of GEMM inputs (A, B) and output (C), by precision name.
+GEMM_DTYPE_BYTES = {
+    "fp32": (4, 4), "tf32": (4, 4), "fp16": (2, 2), "fp16-acc16": (2, 2), "bf16": (2, 2),
+    "fp8-e4m3": (1, 2), "fp8-e5m2": (1, 2),
+}
+# Transfers between host and device are not a ceiling for kernels on device memory.
+HOST_TRANSFER_KERNELS = ("h2d_pinned", "d2h_pinned")
+
+plt.rcParams["svg.hashsalt"] = "mpbench"  # stable ids, so reports diff cleanly
+plt.rcParams["svg.fonttype"] = "none"  # text stays text: smaller files, searchable labels
+
+
+class ReportError(Exception):
+    """Unusable input: printed on one line, exit status 2."""
+
+
+# ----------------------------------------------------------------------------- loading
+
+def read_json(path: Path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise ReportError(f"cannot read '{path}': {e.strerror}") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReportError(f"'{path}' is not valid JSON: {e}") from e
+
+
+def check_document(doc, path: Path) -> dict:
+    if not isinstance(doc, dict) or "schema" not in doc:
+        raise ReportError(f"'{path}' is not an mpbench result document: it has no \"schema\" field")
+    if doc["schema"] != SCHEMA:
+        raise ReportError(f"'{path}' has schema '{doc['schema']}', this report reads '{SCHEMA}': "
+                          "re-run the benchmark or use the matching report.py")
+    for key, kind in (("created", str), ("env", dict), ("run", dict), ("cases", list), ("speedups", list)):
+        if not isinstance(doc.get(key), kind):
+            raise ReportError(f"'{path}' is malformed: \"{key}\" is missing or not a {kind.__name__}")
+    for i, case in enumerate(doc["cases"]):
+        missing = [k for k in ("suite", "name", "backend", "precision", "status") if k not in case]
+        if missing:
+            raise ReportError(f"'{path}' is malformed: case {i} has no {', '.join(missing)}")
+    return doc
+
+
+def load_documents(paths: list[Path]) -> tuple[list[tuple[Path, dict]], list[Path]]:
+    """Documents from files and folders; JSON in a folder without "schema" (Google Benchmark's,
+    for one) is ignored and returned as such."""
+    documents, ignored = [], []
+    for path in paths:
+        if path.is_dir():
+            for file in sorted(path.glob("*.json")):
+                doc = read_json(file)
+                if isinstance(doc, dict) and "schema" in doc:
+                    documents.append((file, check_document(doc, file)))
+                else:
+                    ignored.append(file)
+        else:
+            documents.append((path, check_document(read_json(path), path)))
+    if not documents:
+        raise ReportError("no mpbench result document among " + ", ".join(map(str, paths)))
+    return documents, ignored
+
+
+# ----------------------------------------------------------------------------- machines
+
+def case_key(case: dict) -> tuple:
+    return case["suite"], case["name"], case["backend"], case["precision"]
+
+
+def case_label(case: dict) -> str:
+    return "/".join(case_key(case))
+
+
+@dataclass
+class Machine:
+    """Documents measured on one device with one CUDA version, merged case by case."""
+    label: str
+    device: str
+    cuda: str
+    env: dict
+    dates: list = field(default_factory=list)
+    sources: list = field(default_factory=list)
+    cases: dict = field(default_factory=dict)
+    speedups: dict = field(default_factory=dict)
+
+    def ok(self, suite: str) -> list[dict]:
+        return [c for c in self.cases.values() if c["suite"] == suite and c["status"] == "ok"]
+
+    def not_ok(self) -> list[dict]:
+        return [c for c in self.cases.values() if c["status"] != "ok"]
+
+    def stamp(self) -> str:
+        dates = sorted({d[:10] for d in self.dates})
+        return f"{self.label} · {', '.join(dates)}"
+
+
+def device_name(doc: dict) -> str:
+    env = doc["env"]
+    gpus = [g.get("name", "GPU") for g in env.get("gpus", []) if isinstance(g, dict)]
+    if doc["run"].get("device") == "cuda" or (gpus and doc["run"].get("device") != "cpu"):
+        return gpus[0] if gpus else "GPU"
+    return env.get("cpu", {}).get("model", "CPU")
+
+
+def cuda_version(doc: dict) -> str:
+    cuda = doc["env"].get("cuda")
+    return str(cuda.get("runtime", "")) if isinstance(cuda, dict) and doc["run"].get("device") != "cpu" else ""
+
+
+def group_by_machine(documents: list[tuple[Path, dict]]) -> list[Machine]:
+    machines: dict[str, Machine] = {}
+    # Oldest first, so the newest document's case wins when one machine measured it twice.
+    for path, doc in sorted(documents, key=lambda d: d[1]["created"]):
+        device, cuda = device_name(doc), cuda_version(doc)
+        label = f"{device} · CUDA {cuda}" if cuda else device
+        m = machines.setdefault(label, Machine(label, device, cuda, doc["env"]))
+        m.dates.append(doc["created"])
+        m.sources.append(str(path))
+        m.cases.update({case_key(c): c for c in doc["cases"]})
+        m.speedups.update({(s["suite"], s["name"], s["backend"], s["precision"]): s for s in doc["speedups"]})
+    return sorted(machines.values(), key=lambda m: m.label)
+
+
+# ----------------------------------------------------------------------------- plot records
+
+@dataclass
+class Plot:
+    """A figure and the points drawn in it, written as NAME.png, NAME.svg and NAME.json."""
+    name: str
+    title: str
+    caption: str
+    figure: object
+    points: list = field(default_factory=list)  # {"series", "x", "y", "case"}
+
+    def add(self, series: str, x, y, case: str | None = None):
+        self.points.append({"series": series, "x": x, "y": y, "case": case})
+
+
+def new_plot(name: str, title: str, caption: str, stamp: str, ncols: int = 1, nrows: int = 1,
+             size=(8, 5)):
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols ** 0.75, size[1] * nrows ** 0.85),
+                             squeeze=False)
+    fig.suptitle(title)
+    fig.text(0.01, 0.005, stamp, fontsize=7, color="0.35", ha="left", va="bottom")
+    return Plot(name, title, caption, fig), [ax for row in axes for ax in row]
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def rate(case: dict, key: str):
+    value = case.get("rates", {}).get(key)
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def param(case: dict, key: str, default=None):
+    value = case.get("params", {}).get(key, default)
+    return value if value is not None else default
+
+
+def colours(names):
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {n: cycle[i % len(cycle)] for i, n in enumerate(sorted(names))}
+
+
+def finish(plot: Plot, ax, xlabel: str, ylabel: str, legend: str | None = "inside"):
+    """Labels, grid and a legend "inside" the axes or "below" them (for long machine names)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    entries = len(ax.get_legend_handles_labels()[0])
+    if legend == "inside" and entries:
+        ax.legend(fontsize=7)
+    elif legend == "below" and entries:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=min(3, entries))
+
+
+# ----------------------------------------------------------------------------- GEMM
+
+def gemm_group(case: dict) -> str:
+    return str(param(case, "group", "other"))
+
+
+def gemm_size(case: dict) -> float:
+    m, n, k = (param(case, d, 0) for d in "mnk")
+    return float((m * n * k) ** (1 / 3)) if m and n and k else 0.0
+
+
+def datasheet_peak(cases: list[dict]):
+    """Peak TFLOP/s implied by the cases' own tflops and pct_of_peak."""
+    peaks = [rate(c, "tflops") / rate(c, "pct_of_peak") * 100 for c in cases
+             if rate(c, "tflops") and rate(c, "pct_of_peak")]
+    return sorted(peaks)[len(peaks) // 2] if peaks else None
+
+
+def by_precision(cases: list[dict]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {}
+    for c in cases:
+        groups.setdefault(c["precision"], []).append(c)
+    return dict(sorted(groups.items()))
+
+
+def plot_gemm_sizes(m: Machine) -> Plot | None:
+    gemm = [c for c in m.ok("gemm") if rate(c, "tflops") is not None]
+    square = [c for c in gemm if gemm_group(c) == "square"]
+    if not square:
+        return None
+    plot, (ax,) = new_plot(f"gemm-size-{slug(m.label)}", f"GEMM throughput vs size — {m.device}",
+                           "TFLOP/s of square GEMMs per precision; dashed: datasheet peak, dotted: best "
+                           "measured in any GEMM case of that precision.", m.stamp())
+    colour = colours({c["precision"] for c in gemm})
+    for precision, cases in by_precision(square).items():
+        cases.sort(key=gemm_size)
+        xs, ys = [gemm_size(c) for c in cases], [rate(c, "tflops") for c in cases]
+        ax.plot(xs, ys, "o-", color=colour[precision], label=precision)
+        for c, x, y in zip(cases, xs, ys):
+            plot.add(precision, x, y, case_label(c))
+        all_of_precision = [c for c in gemm if c["precision"] == precision]
+        peak = datasheet_peak(all_of_precision)
+        if peak:
+            ax.axhline(peak, color=colour[precision], linestyle="--", linewidth=1, label=f"{precision} datasheet peak")
+            plot.add(f"{precision} datasheet peak", None, peak)
+        best = max(rate(c, "tflops") for c in all_of_precision)
+        ax.axhline(best, color=colour[precision], linestyle=":", linewidth=1, label=f"{precision} best measured")
+        plot.add(f"{precision} best measured", None, best)
+    ax.set_xscale("log", base=2)
+    finish(plot, ax, "size (m = n = k)", "TFLOP/s")
+    return plot
+
+
+def plot_gemm_shapes(m: Machine) -> Plot | None:
+    shaped = [c for c in m.ok("gemm") if gemm_group(c) not in ("square", "alignment") and rate(c, "tflops")]
+    if not shaped:
+        return None
+    names = sorted({c["name"] for c in shaped})
+    precisions = sorted({c["precision"] for c in shaped})
+    plot, (ax,) = new_plot(f"gemm-shapes-{slug(m.label)}", f"GEMM throughput of model shapes — {m.device}",
+                           "TFLOP/s per named shape (GPT-2 training GEMMs and any other group) and precision.",
+                           m.stamp(), size=(8, 1.5 + 0.35 * len(names) * len(precisions) ** 0.5))
+    colour = colours(precisions)
+    height = 0.8 / len(precisions)
+    for j, precision in enumerate(precisions):
+        values = {c["name"]: c for c in shaped if c["precision"] == precision}
+        ys = [i + j * height for i, name in enumerate(names) if name in values]
+        widths = [rate(values[name], "tflops") for name in names if name in values]
+        ax.barh(ys, widths, height=height, color=colour[precision], label=precision)
+        for name in names:
+            if name in values:
+                plot.add(precision, rate(values[name], "tflops"), name, case_label(values[name]))
+    ax.set_yticks([i + 0.4 - height / 2 for i in range(len(names))], names, fontsize=7)
+    ax.invert_yaxis()
+    finish(plot, ax, "TFLOP/s", "")
+    return plot
+
+
+def varying_dimension(cases: list[dict]) -> str:
+    for d in "kmn":
+        if len({param(c, d) for c in cases}) > 1:
+            return d
+    return "k"
+
+
+def plot_alignment(m: Machine) -> Plot | None:
+    cases = [c for c in m.ok("gemm") if gemm_group(c) == "alignment" and rate(c, "tflops")]
+    if not cases:
+        return None
+    dim = varying_dimension(cases)
+    plot, (ax,) = new_plot(f"gemm-alignment-{slug(m.label)}", f"GEMM alignment sweep — {m.device}",
+                           f"TFLOP/s against {dim}; filled markers: {dim} is a multiple of 8 (what fp16/bf16 "
+                           "Tensor Core kernels want), hollow: it is not.", m.stamp())
+    colour = colours({c["precision"] for c in cases})
+    for precision, group in by_precision(cases).items():
+        group.sort(key=lambda c: param(c, dim, 0))
+        xs, ys = [param(c, dim, 0) for c in group], [rate(c, "tflops") for c in group]
+        ax.plot(xs, ys, "-", color=colour[precision], label=precision)
+        for c, x, y in zip(group, xs, ys):
+            aligned = x % 8 == 0
+            ax.plot([x], [y], "o", color=colour[precision], markerfacecolor=colour[precision] if aligned else "white")
+            plot.add(precision, x, y, case_label(c))
+    sizes = sorted({param(c, dim, 0) for c in cases})
+    if len(sizes) <= 12:
+        ax.set_xticks(sizes, [str(x) for x in sizes], fontsize=8)
+    finish(plot, ax, dim, "TFLOP/s")
+    return plot
+
+
+# ----------------------------------------------------------------------------- roofline
+
+def gemm_flops_bytes(case: dict):
+    m, n, k, batch = (param(case, d, 0) for d in ("m", "n", "k", "batch"))
+    batch = batch or 1
+    flops = param(case, "flops") or 2.0 * batch * m * n * k
+    sizes = GEMM_DTYPE_BYTES.get(case["precision"])
+    computed = batch * ((m * k + n * k) * sizes[0] + m * n * sizes[1]) if sizes else None
+    return flops, param(case, "bytes") or computed
+
+
+def memory_ceiling(m: Machine, backend: str):
+    """Best device-memory bandwidth (GB/s) measured beyond the cache, and the case it came from."""
+    cases = [c for c in m.ok("bandwidth") if c["backend"] == backend and rate(c, "gbps")
+             and param(c, "kernel", "") not in HOST_TRANSFER_KERNELS]
+    beyond_cache = [c for c in cases if param(c, "bytes", 0) > param(c, "cache_bytes", 0)]
+    best = max(beyond_cache or cases, key=lambda c: rate(c, "gbps"), default=None)
+    return (rate(best, "gbps"), case_label(best)) if best else (None, None)
+
+
+def plot_roofline(m: Machine, notes: list[str]) -> Plot | None:
+    gemm = [c for c in m.ok("gemm") if rate(c, "tflops")]
+    groups = {}
+    for precision, cases in by_precision(gemm).items():
+        points = [(c, *gemm_flops_bytes(c)) for c in cases]
+        points = [(c, f / b) for c, f, b in points if f and b]
+        if points:
+            groups[precision] = points
+        else:
+            notes.append(f"{m.label}: no roofline for {precision}: its GEMM cases give no byte count")
+    if not groups:
+        return None
+    backend = gemm[0]["backend"]
+    bandwidth, bandwidth_case = memory_ceiling(m, backend)
+    ncols = min(3, len(groups))
+    plot, axes = new_plot(f"roofline-{slug(m.label)}", f"Roofline per precision — {m.device}",
+                          "Achieved TFLOP/s against arithmetic intensity (FLOPs per byte of A, B and C). "
+                          + (f"Slanted line: measured memory bandwidth {bandwidth:.0f} GB/s ({bandwidth_case}); "
+                             if bandwidth else "No bandwidth suite result, so no memory ceiling; ")
+                          + "solid: best GEMM measured; dashed: datasheet peak.",
+                          m.stamp(), ncols=ncols, nrows=math.ceil(len(groups) / ncols), size=(5.5, 4.5))
+    for ax, (precision, points) in zip(axes, groups.items()):
+        draw_roofline(plot, ax, precision, points, bandwidth)
+    for ax in axes[len(groups):]:
+        ax.set_visible(False)
+    return plot
+
+
+def draw_roofline(plot: Plot, ax, precision: str, points: list, bandwidth):
+    intensities = [i for _, i in points]
+    achieved = [rate(c, "tflops") for c, _ in points]
+    best, peak = max(achieved), datasheet_peak([c for c, _ in points])
+    ax.scatter(intensities, achieved, s=14, label="measured", zorder=3)
+    for (c, i), y in zip(points, achieved):
+        plot.add(precision, i, y, case_label(c))
+    ridge = (peak or best) * 1e3 / bandwidth if bandwidth else None  # FLOP/byte where memory stops limiting
+    span = [min(intensities + ([ridge] if ridge else [])) / 4, max(intensities) * 4]
+    for ceiling, style, label in ((best, "-", "best GEMM"), (peak, "--", "datasheet peak")):
+        if ceiling:
+            ax.plot(span, [ceiling] * 2, style, color="0.3", linewidth=1, label=f"{label} {ceiling:.3g}")
+            plot.add(f"{precision} {label}", None, ceiling)
+    if bandwidth:
+        xs = [span[0], ridge]
+        ax.plot(xs, [x * bandwidth / 1e3 for x in xs], "-", color="tab:red", linewidth=1,
+                label=f"memory {bandwidth:.0f} GB/s")
+        plot.add(f"{precision} memory ceiling", None, bandwidth)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
+    ax.set_title(precision, fontsize=9)
+    finish(plot, ax, "FLOP / byte", "TFLOP/s")
+
+
+def plain_log_ticks(axis):
+    """1, 2, 5, 10, 20 ... instead of 2x10^1 on a log axis."""
+    axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1, 2, 5)))
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+# ----------------------------------------------------------------------------- memory
+
+def format_bytes(n: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n:g} B"
+
+
+def plot_bandwidth(m: Machine) -> Plot | None:
+    cases = [c for c in m.ok("bandwidth") if rate(c, "gbps") and param(c, "bytes")
+             and param(c, "kernel", "") not in HOST_TRANSFER_KERNELS]
+    if not cases:
+        return None
+    dtypes: dict[str, list[dict]] = {}
+    for c in cases:
+        dtypes.setdefault(str(param(c, "dtype", c["precision"])), []).append(c)
+    plot, axes = new_plot(f"bandwidth-{slug(m.label)}", f"Memory bandwidth vs size — {m.device}",
+                          "GB/s (bytes read + written) against the bytes a kernel touches, one panel per dtype; "
+                          "the dotted line is the cache size: beyond it the kernels stream from memory.",
+                          m.stamp(), ncols=min(3, len(dtypes)), nrows=math.ceil(len(dtypes) / 3), size=(5.5, 4.5))
+    colour = colours({param(c, "kernel", c["name"].split("/")[0]) for c in cases})
+    transfers = [c for c in m.ok("bandwidth") if param(c, "kernel", "") in HOST_TRANSFER_KERNELS and rate(c, "gbps")]
+    for ax, (dtype, group) in zip(axes, sorted(dtypes.items())):
+        draw_bandwidth(plot, ax, dtype, group, colour, transfers)
+    for ax in axes[len(dtypes):]:
+        ax.set_visible(False)
+    return plot
+
+
+def draw_bandwidth(plot: Plot, ax, dtype: str, cases: list[dict], colour: dict, transfers: list[dict]):
+    kernels: dict[str, list[dict]] = {}
+    for c in cases:
+        kernels.setdefault(param(c, "kernel", c["name"].split("/")[0]), []).append(c)
+    for kernel, group in sorted(kernels.items()):
+        group.sort(key=lambda c: param(c, "bytes"))
+        xs, ys = [param(c, "bytes") for c in group], [rate(c, "gbps") for c in group]
+        ax.plot(xs, ys, "o-", markersize=3, color=colour[kernel], label=kernel)
+        for c, x, y in zip(group, xs, ys):
+            plot.add(f"{kernel} {dtype}", x, y, case_label(c))
+    cache = max((param(c, "cache_bytes", 0) or 0 for c in cases), default=0)
+    if cache:
+        ax.axvline(cache, color="0.4", linestyle=":", label=f"cache {format_bytes(cache)}")
+    for c in transfers:
+        ax.axhline(rate(c, "gbps"), color="0.6", linestyle="-.", linewidth=1, label=param(c, "kernel"))
+        plot.add(param(c, "kernel"), None, rate(c, "gbps"), case_label(c))
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=4))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: format_bytes(v)))
+    ax.set_title(dtype, fontsize=9)
+    finish(plot, ax, "bytes touched", "GB/s")
+
+
+def plot_casts(m: Machine) -> Plot | None:
+    cases = [c for c in m.ok("cast") if rate(c, "gbps")]
+    casts = [c for c in cases if param(c, "kernel", c["name"].split("/")[0]) != "copy"]
+    if not casts:
+        return None
+    copies = [c for c in cases if param(c, "kernel", c["name"].split("/")[0]) == "copy"]
+    sizes = {param(c, "elements") for c in casts}
+    label = (lambda c: c["name"]) if len(sizes) > 1 else (lambda c: c["name"].split("/")[0])
+    casts.sort(key=label)
+    plot, (ax,) = new_plot(f"casts-{slug(m.label)}", f"Casts against the copy ceiling — {m.device}",
+                           "GB/s (bytes read + written) of each conversion; the line is an fp32 copy of the "
+                           "same number of elements, the most a memory-bound cast can reach.",
+                           m.stamp(), size=(8, 1.5 + 0.4 * len(casts)))
+    ys = range(len(casts))
+    ax.barh(list(ys), [rate(c, "gbps") for c in casts], color="tab:blue")
+    for c in casts:
+        plot.add("cast", rate(c, "gbps"), label(c), case_label(c))
+    ax.set_yticks(list(ys), [label(c) for c in casts], fontsize=8)
+    for c in copies:
+        ax.axvline(rate(c, "gbps"), color="tab:red", linestyle="--", label=f"fp32 copy ceiling ({param(c, 'elements', '?')} elements)")
+        plot.add("copy ceiling", rate(c, "gbps"), None, case_label(c))
+    ax.invert_yaxis()
+    finish(plot, ax, "GB/s", "")
+    return plot
+
+
+# ----------------------------------------------------------------------------- transformer
+
+def per_config(cases: list[dict]) -> dict[str, list[dict]]:
+    configs: dict[str, list[dict]] = {}
+    for c in cases:
+        configs.setdefault(c["name"], []).append(c)
+    return dict(sorted(configs.items()))
+
+
+def config_suffix(m: Machine, config: str, count: int) -> str:
+    return slug(m.label) + (f"-{slug(config)}" if count > 1 else "")
+
+
+def plot_transformer_speedup(m: Machine, config: str, cases: list[dict], count: int) -> Plot | None:
+    speedups = {k[3]: s["speedup"] for k, s in m.speedups.items() if k[0] == "transformer" and k[1] == config
+                and m.cases.get(k, {}).get("status") == "ok"}
+    if not speedups:
+        return None
+    plot, (ax,) = new_plot(f"transformer-speedup-{config_suffix(m, config, count)}",
+                           f"Training step speedup per mode — {config} — {m.device}",
+                           "Step-time speedup of each precision mode over the run's baseline, measured in the "
+                           "same run.", m.stamp())
+    modes = sorted(speedups)
+    ax.bar(modes, [speedups[p] for p in modes], color="tab:green")
+    ax.axhline(1, color="0.3", linewidth=1)
+    for p in modes:
+        plot.add("speedup", p, speedups[p], f"transformer/{config}/{p}")
+    finish(plot, ax, "mode", "speedup", legend=None)
+    return plot
+
+
+def plot_breakdown(m: Machine, config: str, cases: list[dict], count: int) -> Plot | None:
+    profiled = [c for c in cases if isinstance(c.get("details", {}).get("breakdown"), dict)]
+    if not profiled:
+        return None
+    profiled.sort(key=lambda c: c["precision"])
+    categories = sorted({k for c in profiled for k in c["details"]["breakdown"]})
+    plot, (ax,) = new_plot(f"transformer-breakdown-{config_suffix(m, config, count)}",
+                           f"Step time by kernel category — {config} — {m.device}",
+                           "Seconds per training step in each kernel category, per precision mode.", m.stamp())
+    bottoms = [0.0] * len(profiled)
+    modes = [c["precision"] for c in profiled]
+    for category in categories:
+        values = [float(c["details"]["breakdown"].get(category, 0) or 0) for c in profiled]
+        ax.bar(modes, values, bottom=bottoms, label=category)
+        for c, v in zip(profiled, values):
+            plot.add(category, c["precision"], v, case_label(c))
+        bottoms = [b + v for b, v in zip(bottoms, values)]
+    finish(plot, ax, "mode", "seconds per step")
+    return plot
+
+
+def plot_series(m: Machine, config: str, cases: list[dict], count: int, key: str) -> Plot | None:
+    with_series = [c for c in cases if isinstance(c.get("details", {}).get(key), list) and c["details"][key]]
+    if not with_series:
+        return None
+    is_loss = key == "loss"
+    plot, (ax,) = new_plot(f"transformer-{slug(key)}-{config_suffix(m, config, count)}",
+                           f"{'Loss' if is_loss else 'Loss scale'} over steps — {config} — {m.device}",
+                           "Training loss per step and mode; the dashed line is the entropy floor of the data."
+                           if is_loss else "Dynamic loss scale per step (drops mark overflow steps).", m.stamp())
+    for c in sorted(with_series, key=lambda c: c["precision"]):
+        values = [v for v in c["details"][key] if isinstance(v, (int, float))]
+        ax.plot(range(len(values)), values, label=c["precision"], linewidth=1)
+        plot.points.extend({"series": c["precision"], "x": i, "y": v, "case": case_label(c)}
+                           for i, v in enumerate(values))
+    floors = {c.get("details", {}).get("entropy_floor", param(c, "entropy_floor")) for c in with_series}
+    floors = sorted(f for f in floors if isinstance(f, (int, float)))
+    if is_loss and floors:
+        ax.axhline(floors[0], color="0.3", linestyle="--", label="entropy floor")
+        plot.add("entropy floor", None, floors[0])
+    if not is_loss:
+        ax.set_yscale("log", base=2)
+    finish(plot, ax, "step", key.replace("_", " "))
+    return plot
+
+
+def peak_memory(case: dict):
+    for source in (case.get("rates", {}), case.get("details", {})):
+        value = source.get("peak_memory_bytes")
+        if isinstance(value, (int, float)):
+            return value
+    return None
+
+
+def plot_peak_memory(m: Machine, config: str, cases: list[dict], count: int) -> Plot | None:
+    measured = sorted((c for c in cases if peak_memory(c)), key=lambda c: c["precision"])
+    if not measured:
+        return None
+    plot, (ax,) = new_plot(f"transformer-memory-{config_suffix(m, config, count)}",
+                           f"Peak memory per mode — {config} — {m.device}",
+                           "Peak device memory of a training step per precision mode.", m.stamp())
+    ax.bar([c["precision"] for c in measured], [peak_memory(c) / 2**30 for c in measured], color="tab:purple")
+    for c in measured:
+        plot.add("peak memory", c["precision"], peak_memory(c), case_label(c))
+    finish(plot, ax, "mode", "GiB", legend=None)
+    return plot
+
+
+def transformer_plots(m: Machine):
+    configs = per_config(m.ok("transformer"))
+    for config, cases in configs.items():
+        n = len(configs)
+        yield plot_transformer_speedup(m, config, cases, n)
+        yield plot_breakdown(m, config, cases, n)
+        yield plot_series(m, config, cases, n, "loss")
+        yield plot_series(m, config, cases, n, "loss_scale")
+        yield plot_peak_memory(m, config, cases, n)
+
+
+# ----------------------------------------------------------------------------- several machines
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def grouped_bars(plot: Plot, ax, groups: list[str], machines: list[str], value):
+    """Bars per group (mode) and machine; `value(group, machine)` may be None (no bar)."""
+    colour = colours(machines)
+    width = 0.8 / len(machines)
+    for j, machine in enumerate(machines):
+        bars = [(i, value(group, machine), group) for i, group in enumerate(groups)]
+        bars = [(i, v, group) for i, v, group in bars if v is not None]
+        if bars:
+            ax.bar([i + j * width for i, _, _ in bars], [v for _, v, _ in bars], width, color=colour[machine],
+                   label=machine)
+        for _, v, group in bars:
+            plot.add(machine, group, v)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups)
+
+
+def ok_speedups(m: Machine, suite: str) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for key, s in m.speedups.items():
+        if key[0] == suite and m.cases.get(key, {}).get("status") == "ok" and s["speedup"] > 0:
+            out.setdefault(key[3], []).append(s["speedup"])
+    return out
+
+
+def stamps(machines: list[Machine]) -> str:
+    return " | ".join(m.stamp() for m in machines)
+
+
+def plot_speedup_by_machine(machines: list[Machine], suite: str) -> Plot | None:
+    per_machine = {m.label: ok_speedups(m, suite) for m in machines}
+    per_machine = {k: v for k, v in per_machine.items() if v}
+    if len(per_machine) < 2:
+        return None
+    modes = sorted({p for v in per_machine.values() for p in v})
+    plot, (ax,) = new_plot(f"machines-speedup-{slug(suite)}", f"Speedup per mode and machine — {suite}",
+                           f"Geometric mean over the {suite} cases of each mode's speedup over the baseline "
+                           "measured within each run.", stamps(machines), size=(9, 5))
+    grouped_bars(plot, ax, modes, sorted(per_machine),
+                 lambda mode, machine: geomean(per_machine[machine][mode]) if mode in per_machine[machine] else None)
+    ax.axhline(1, color="0.3", linewidth=1)
+    finish(plot, ax, "mode", "speedup", legend="below")
+    return plot
+
+
+def throughput_metric(machines: list[Machine]) -> tuple[str, str, str] | None:
+    """(suite, rate, unit) that the machines are ranked by: tokens/s when a transformer ran."""
+    for suite, key, unit in (("transformer", "tokens_per_s", "tokens/s"), ("gemm", "tflops", "TFLOP/s")):
+        if sum(any(rate(c, key) for c in m.ok(suite)) for m in machines) >= 2:
+            return suite, key, unit
+    return None
+
+
+def rates_by_case(m: Machine, suite: str, key: str) -> dict[tuple, float]:
+    return {case_key(c): rate(c, key) for c in m.ok(suite) if rate(c, key)}
+
+
+def find_machine(machines: list[Machine], name: str) -> Machine:
+    matches = [m for m in machines if name.lower() in m.label.lower()]
+    if len(matches) != 1:
+        labels = "; ".join(m.label for m in machines)
+        raise ReportError(f"--reference-machine '{name}' matches {len(matches)} machines: "
+                          f"give part of exactly one of: {labels}")
+    return matches[0]
+
+
+def plot_normalized(machines: list[Machine], reference: Machine, metric) -> Plot | None:
+    suite, key, unit = metric
+    ref = rates_by_case(reference, suite, key)
+
+    def relative(mode: str, label: str):
+        m = next(x for x in machines if x.label == label)
+        mine = rates_by_case(m, suite, key)
+        ratios = [mine[k] / ref[k] for k in mine if k in ref and k[3] == mode]
+        return geomean(ratios) if ratios else None
+
+    modes = sorted({k[3] for k in ref})
+    plot, (ax,) = new_plot(f"machines-relative-{slug(key)}", f"{unit} relative to {reference.label}",
+                           f"Geometric mean over the {suite} cases both machines ran of {unit} divided by the "
+                           f"reference machine's ({reference.label} = 1).", stamps(machines), size=(9, 5))
+    grouped_bars(plot, ax, modes, [m.label for m in machines], relative)
+    ax.axhline(1, color="0.3", linewidth=1)
+    finish(plot, ax, "mode", f"{unit} / reference", legend="below")
+    return plot
+
+
+def load_prices(path: Path) -> list[dict]:
+    """Rows of machine, price_per_hour, watts (either may be empty) from CSV or JSON."""
+    try:
+        if path.suffix.lower() == ".json":
+            raw = read_json(path)
+            rows = [dict(v, machine=k) for k, v in raw.items()] if isinstance(raw, dict) else raw
+        else:
+            with open(path, newline="", encoding="utf-8") as f:
+                rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise ReportError(f"cannot read '{path}': {e.strerror}") from e
+    return [price_row(row, path) for row in rows]
+
+
+def price_row(row, path: Path) -> dict:
+    if not isinstance(row, dict) or not str(row.get("machine", "")).strip():
+        raise ReportError(f"'{path}': every row needs a machine (columns: machine,price_per_hour,watts)")
+    out = {"machine": str(row["machine"]).strip()}
+    for key in ("price_per_hour", "watts"):
+        value = row.get(key)
+        try:
+            out[key] = float(value) if value not in (None, "") else None
+        except (TypeError, ValueError) as e:
+            raise ReportError(f"'{path}': {key} '{value}' of {out['machine']} is not a number") from e
+        if out[key] is not None and out[key] <= 0:
+            raise ReportError(f"'{path}': {key} of {out['machine']} must be positive")
+    return out
+
+
+def price_of(prices: list[dict], m: Machine):
+    return next((p for p in prices if p["machine"].lower() in m.label.lower()), None)
+
+
+def best_throughput(m: Machine, suite: str, key: str) -> dict[str, float]:
+    best: dict[str, float] = {}
+    for c in m.ok(suite):
+        if rate(c, key):
+            best[c["precision"]] = max(best.get(c["precision"], 0), rate(c, key))
+    return best
+
+
+def plot_per_cost(machines: list[Machine], prices: list[dict], metric, cost: str, notes: list[str]):
+    suite, key, unit = metric
+    priced = {m.label: p[cost] for m in machines if (p := price_of(prices, m)) and p[cost]}
+    unpriced = [m.label for m in machines if m.label not in priced]
+    if unpriced:
+        notes.append(f"no {cost} for: {'; '.join(unpriced)}")
+    if not priced:
+        return None
+    per_dollar = cost == "price_per_hour"
+    # TFLOP/s * 3600 s/h / ($/h) = TFLOP per dollar; tokens/s * 3600 / ($/h) = tokens per dollar.
+    scale, what = (3600, f"{unit.split('/')[0]} per $") if per_dollar else (1, f"{unit} per W")
+    best = {m.label: best_throughput(m, suite, key) for m in machines if m.label in priced}
+    modes = sorted({p for v in best.values() for p in v})
+    plot, (ax,) = new_plot(f"machines-per-{'dollar' if per_dollar else 'watt'}", f"{what} by machine",
+                           f"Best {unit} per mode ({suite}) " + ("times 3600 over the price per hour."
+                           if per_dollar else "over the watts given in the prices file."),
+                           stamps(machines), size=(9, 5))
+    grouped_bars(plot, ax, modes, sorted(best),
+                 lambda mode, label: best[label][mode] * scale / priced[label] if mode in best[label] else None)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
+    finish(plot, ax, "mode", what, legend="below")
+    return plot
+
+
+def machine_plots(machines: list[Machine], reference: Machine | None, prices: list[dict] | None,
+                  notes: list[str]):
+    if len(machines) < 2:
+        return
+    for suite in sorted({k[0] for m in machines for k in m.speedups}):
+        yield plot_speedup_by_machine(machines, suite)
+    metric = throughput_metric(machines)
+    if metric is None:
+        notes.append("no throughput measured on two machines: no relative or per-cost plots")
+        return
+    yield plot_normalized(machines, reference or machines[0], metric)
+    if prices is not None:
+        yield plot_per_cost(machines, prices, metric, "price_per_hour", notes)
+        yield plot_per_cost(machines, prices, metric, "watts", notes)
+
+
+# ----------------------------------------------------------------------------- output
+
+def save(plot: Plot, out: Path) -> dict:
+    plot.figure.tight_layout(rect=(0, 0.03, 1, 1))
+    plot.figure.savefig(out / f"{plot.name}.png", dpi=110, metadata={"Software": None})
+    plot.figure.savefig(out / f"{plot.name}.svg", metadata={"Date": None, "Creator": None})
+    plt.close(plot.figure)
+    (out / f"{plot.name}.json").write_text(json.dumps({"title": plot.title, "points": plot.points}, indent=1))
+    print(f"report: {plot.name} ({plot.title})")
+    return {"name": plot.name, "title": plot.title, "caption": plot.caption}
+
+
+def single_machine_plots(m: Machine, notes: list[str]):
+    """Figures one at a time, so each is saved and closed before the next is drawn."""
+    yield plot_gemm_sizes(m)
+    yield plot_gemm_shapes(m)
+    yield plot_alignment(m)
+    yield plot_roofline(m, notes)
+    yield plot_bandwidth(m)
+    yield plot_casts(m)
+    yield from transformer_plots(m)
+
+
+def format_seconds(s) -> str:
+    if not isinstance(s, (int, float)):
+        return ""
+    for unit, factor in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= factor:
+            return f"{s / factor:.3g} {unit}"
+    return f"{s * 1e9:.3g} ns"
+
+
+def format_rates(case: dict) -> str:
+    units = {"tflops": "TFLOP/s", "gbps": "GB/s", "tokens_per_s": "tokens/s", "pct_of_peak": "% of peak",
+             "pct_of_copy": "% of copy"}
+    parts = [f"{rate(case, k):.4g} {u}" for k, u in units.items() if rate(case, k) is not None]
+    return ", ".join(parts)
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def machines_table(machines: list[Machine]) -> str:
+    rows = []
+    for m in machines:
+        gpu = (m.env.get("gpus") or [{}])[0]
+        rows.append([m.label, m.cuda or "-", gpu.get("driver_version", "-"), m.env.get("cpu", {}).get("model", "-"),
+                     ", ".join(sorted({d[:10] for d in m.dates})), ", ".join(m.sources)])
+    return table(["machine", "CUDA", "driver", "CPU", "date", "documents"], rows)
+
+
+def cases_table(m: Machine) -> str:
+    rows = []
+    for c in sorted(m.cases.values(), key=case_key):
+        if c["status"] != "ok":
+            continue
+        seconds = c.get("metrics", {}).get("seconds", {})
+        speedup = m.speedups.get(case_key(c), {}).get("speedup")
+        rows.append([c["suite"], c["name"], c["backend"], c["precision"], format_seconds(seconds.get("median")),
+                     format_rates(c), f"{speedup:.2f}x" if speedup else ""])
+    return table(["suite", "case", "backend", "precision", "median time", "rates", "speedup"], rows)
+
+
+def not_ok_table(machines: list[Machine]) -> str:
+    rows = [[m.label, case_label(c), c["status"], c.get("message", "")] for m in machines for c in m.not_ok()]
+    if not rows:
+        return "<p>Every case ran.</p>"
+    return table(["machine", "case", "status", "message"], rows)
+
+
+STYLE = """body{font-family:sans-serif;margin:2em;max-width:1200px}
+figure{margin:1.5em 0}img{max-width:100%;border:1px solid #ddd}
+table{border-collapse:collapse;font-size:0.85em;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px}
+th{background:#f2f2f2}figcaption{font-size:0.9em;color:#333}"""
+
+
+def write_html(out: Path, machines: list[Machine], figures: list[dict], notes: list[str], ignored: list[Path]):
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>mpbench report</title>"
+             f"<style>{STYLE}</style></head><body><h1>mpbench report</h1>", "<h2>Machines</h2>",
+             machines_table(machines), "<h2>Plots</h2>"]
+    if not figures:
+        parts.append("<p>No case had data to plot.</p>")
+    for i, f in enumerate(figures):
+        if i == 0 or figures[i - 1]["group"] != f["group"]:
+            parts.append(f"<h3>{html.escape(f['group'])}</h3>")
+        name = html.escape(f["name"])
+        parts.append(f"<figure id='{name}'><img src='{name}.svg' alt='{html.escape(f['title'])}'>"
+                     f"<figcaption>{html.escape(f['caption'])} <a href='{name}.png'>PNG</a> · "
+                     f"<a href='{name}.json'>data</a></figcaption></figure>")
+    parts += ["<h2>Cases not drawn (status not ok)</h2>", not_ok_table(machines)]
+    for m in machines:
+        parts += [f"<h2>Cases — {html.escape(m.label)}</h2>", cases_table(m)]
+    if notes or ignored:
+        items = [html.escape(n) for n in notes] + [f"ignored (not an mpbench result): {html.escape(str(p))}"
+                                                   for p in ignored]
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
+    parts.append("</body></html>\n")
+    (out / "index.html").write_text("\n".join(parts), encoding="utf-8")
+
+
+def build_report(args) -> Path:
+    documents, ignored = load_documents(args.results)
+    machines = group_by_machine(documents)
+    reference = find_machine(machines, args.reference_machine) if args.reference_machine else None
+    prices = load_prices(args.prices) if args.prices else None
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ReportError(f"cannot create '{args.out}': {e.strerror}") from e
+    notes: list[str] = []
+    plots = itertools.chain(*(((m.label, p) for p in single_machine_plots(m, notes)) for m in machines),
+                            (("Several machines", p) for p in machine_plots(machines, reference, prices, notes)))
+    figures = [dict(save(p, args.out), group=group) for group, p in plots if p is not None]
+    write_html(args.out, machines, figures, notes, ignored)
+    print(f"report: {args.out / 'index.html'} ({len(figures)} plots, {len(machines)} machines)")
+    return args.out / "index.html"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description="Plots (PNG, SVG) and an HTML page from mpbench results.")
+    parser.add_argument("results", nargs="+", type=Path, help="result documents or folders of them")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="folder for the plots and index.html")
+    parser.add_argument("--reference-machine", help="part of the machine label that throughput is relative to "
+                                                    "(default: the first machine)")
+    parser.add_argument("--prices", type=Path, help="CSV or JSON of machine,price_per_hour,watts")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        build_report(args)
+    except ReportError as e:
+        print(f"report.py: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

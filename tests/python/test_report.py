@@ -1,0 +1,225 @@
+"""scripts/report.py on fixture documents built in conftest.py and validated against the schema."""
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jsonschema
+import matplotlib.image
+import pytest
+
+from conftest import (REPORT_PATH, bandwidth_cases, case, cast_cases, document, gemm_case, gemm_cases,
+                      transformer_cases)
+
+FAILED_TFLOPS = 12345.0  # a failed case's leftover rate: must never show up in a plot
+
+
+def failed_cases():
+    error = gemm_case("square_8192", "square", 8192, 8192, 8192, "bf16", FAILED_TFLOPS)
+    error.update(status="error", message="CUBLAS_STATUS_EXECUTION_FAILED", metrics={})
+    skipped = case("gemm", "square_8192", "fp8-e4m3", {"group": "square", "m": 8192, "n": 8192, "k": 8192},
+                   {}, status="skipped", message="fp8 needs sm_89 or newer")
+    return [error, skipped]
+
+
+def full_document():
+    cases = gemm_cases() + failed_cases() + bandwidth_cases() + cast_cases() + transformer_cases(10000.0)
+    return document(cases)
+
+
+def run_report(report, args):
+    return report.main([str(a) for a in args])
+
+
+def drawn_points(out: Path):
+    return {p.stem: json.loads(p.read_text())["points"] for p in out.glob("*.json")}
+
+
+class References(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.targets = []
+
+    def handle_starttag(self, tag, attrs):
+        self.targets += [v for k, v in attrs if k in ("src", "href") and v is not None]
+
+
+@pytest.fixture(scope="module")
+def single_report(report, validator, tmp_path_factory):
+    """One report for the tests that only read it: drawing is the slow part."""
+    folder = tmp_path_factory.mktemp("single")
+    doc = full_document()
+    validator.validate(doc)
+    (folder / "a100.json").write_text(json.dumps(doc))
+    assert run_report(report, [folder / "a100.json", "-o", folder / "out"]) == 0
+    return folder / "out"
+
+
+SINGLE_PLOTS = ["gemm-size", "gemm-shapes", "gemm-alignment", "roofline", "bandwidth", "casts",
+                "transformer-speedup", "transformer-breakdown", "transformer-loss", "transformer-loss-scale",
+                "transformer-memory"]
+
+
+def test_fixture_documents_follow_the_schema(validator):
+    validator.validate(full_document())
+    broken = full_document()
+    broken["cases"][0]["status"] = "fine"
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(broken)
+
+
+def test_every_plot_is_written_as_png_svg_and_data(single_report):
+    label = "nvidia-a100-sxm4-80gb-cuda-12-4"
+    for plot in SINGLE_PLOTS:
+        for ext in ("png", "svg", "json"):
+            assert (single_report / f"{plot}-{label}.{ext}").is_file(), f"{plot}.{ext}"
+    assert (single_report / "index.html").is_file()
+
+
+def test_images_are_not_blank(single_report):
+    pngs = sorted(single_report.glob("*.png"))
+    assert len(pngs) == len(SINGLE_PLOTS)
+    for png in pngs:
+        pixels = matplotlib.image.imread(png)[..., :3]
+        assert pixels.var() > 1e-3, png.name
+        assert (pixels < 0.5).mean() > 0.002, f"{png.name} has almost no dark pixels"
+
+
+def test_html_refers_only_to_files_that_exist(single_report):
+    parser = References()
+    parser.feed((single_report / "index.html").read_text())
+    assert len(parser.targets) >= 3 * len(SINGLE_PLOTS)
+    for target in parser.targets:
+        assert "://" not in target and not target.startswith("/"), target
+        assert (single_report / target).is_file(), target
+
+
+def test_cases_not_ok_are_not_drawn_but_listed(single_report):
+    for name, points in drawn_points(single_report).items():
+        for p in points:
+            assert p["case"] not in ("gemm/square_8192/cuda/bf16", "gemm/square_8192/cuda/fp8-e4m3"), name
+            assert p["y"] != FAILED_TFLOPS and p["x"] != FAILED_TFLOPS, name
+    page = (single_report / "index.html").read_text()
+    not_drawn = page.split("Cases not drawn")[1].split("<h2>")[0]
+    assert "gemm/square_8192/cuda/bf16" in not_drawn and "CUBLAS_STATUS_EXECUTION_FAILED" in not_drawn
+    assert "gemm/square_8192/cuda/fp8-e4m3" in not_drawn and "fp8 needs sm_89 or newer" in not_drawn
+
+
+def test_gemm_plot_draws_datasheet_peak_and_best_measured(single_report):
+    points = drawn_points(single_report)["gemm-size-nvidia-a100-sxm4-80gb-cuda-12-4"]
+    lines = {p["series"]: p["y"] for p in points if p["x"] is None}
+    assert lines["bf16 datasheet peak"] == pytest.approx(312.0)
+    assert lines["bf16 best measured"] == pytest.approx(0.8 * 312.0)  # the aligned 4096 case
+    assert sorted(p["x"] for p in points if p["series"] == "fp32") == pytest.approx([1024, 2048, 4096])
+
+
+def test_roofline_intensity_and_memory_ceiling(single_report):
+    points = drawn_points(single_report)["roofline-nvidia-a100-sxm4-80gb-cuda-12-4"]
+    m = n = k = 2048  # written without flops/bytes: the report counts them from the dtype
+    square_2048 = next(p for p in points if p["case"] == "gemm/square_2048/cuda/bf16")
+    assert square_2048["x"] == pytest.approx(2 * m * n * k / ((m * k + n * k) * 2 + m * n * 2))
+    fp32 = next(p for p in points if p["case"] == "gemm/square_2048/cuda/fp32")
+    assert fp32["x"] == pytest.approx(2 * m * n * k / ((m * k + n * k) * 4 + m * n * 4))
+    ceiling = next(p for p in points if p["series"] == "bf16 memory ceiling")
+    assert ceiling["y"] == pytest.approx(1501.0)  # best copy beyond the 40 MiB cache, not the 3000 GB/s in L2
+
+
+def test_casts_are_drawn_against_the_copy_ceiling(single_report):
+    points = drawn_points(single_report)["casts-nvidia-a100-sxm4-80gb-cuda-12-4"]
+    assert {(p["series"], p["x"]) for p in points} == {("cast", 1200.0), ("copy ceiling", 1500.0)}
+
+
+def test_plots_are_labelled_with_machine_cuda_and_date(single_report):
+    svg = (single_report / "gemm-size-nvidia-a100-sxm4-80gb-cuda-12-4.svg").read_text()
+    for text in ("NVIDIA A100-SXM4-80GB", "CUDA 12.4", "2026-12-02"):
+        assert text in svg, text
+
+
+def test_transformer_plots_are_skipped_quietly_without_details(report, write_document, tmp_path):
+    path = write_document("plain.json", document(transformer_cases(10000.0, with_details=False)))
+    out = tmp_path / "out"
+    assert run_report(report, [path, "-o", out]) == 0
+    names = {p.stem for p in out.glob("*.png")}
+    assert any(n.startswith("transformer-speedup") for n in names)
+    assert not any(n.startswith(("transformer-breakdown", "transformer-loss")) for n in names)
+
+
+def multi_machine_documents(write_document):
+    a100 = document(gemm_cases(1.0) + transformer_cases(10000.0), gpu="NVIDIA A100-SXM4-80GB", cuda="12.1")
+    h100 = document(gemm_cases(2.0) + transformer_cases(30000.0), gpu="NVIDIA H100 80GB HBM3", cuda="12.4",
+                    created="2026-12-03T10:00:00Z")
+    return write_document("a100.json", a100), write_document("h100.json", h100)
+
+
+def test_several_machines_get_the_hardware_selection_plots(report, write_document, tmp_path):
+    a100, h100 = multi_machine_documents(write_document)
+    prices = tmp_path / "prices.csv"
+    prices.write_text("machine,price_per_hour,watts\nA100,2.0,400\nH100,4.0,700\n")
+    out = tmp_path / "out"
+    assert run_report(report, [a100, h100, "-o", out, "--reference-machine", "A100", "--prices", prices]) == 0
+    points = drawn_points(out)
+    relative = {(p["series"], p["x"]): p["y"] for p in points["machines-relative-tokens-per-s"]}
+    assert relative[("NVIDIA A100-SXM4-80GB · CUDA 12.1", "amp-bf16")] == pytest.approx(1.0)
+    assert relative[("NVIDIA H100 80GB HBM3 · CUDA 12.4", "amp-bf16")] == pytest.approx(3.0)
+    per_dollar = {(p["series"], p["x"]): p["y"] for p in points["machines-per-dollar"]}
+    assert per_dollar[("NVIDIA H100 80GB HBM3 · CUDA 12.4", "fp32")] == pytest.approx(30000.0 * 3600 / 4.0)
+    per_watt = {(p["series"], p["x"]): p["y"] for p in points["machines-per-watt"]}
+    assert per_watt[("NVIDIA A100-SXM4-80GB · CUDA 12.1", "tf32")] == pytest.approx(25000.0 / 400)
+    speedup = {(p["series"], p["x"]): p["y"] for p in points["machines-speedup-transformer"]}
+    assert speedup[("NVIDIA H100 80GB HBM3 · CUDA 12.4", "amp-bf16")] == pytest.approx(4.0)
+    assert "machines-speedup-gemm" in points
+
+
+def test_prices_as_json_and_a_machine_without_a_price(report, write_document, tmp_path):
+    a100, h100 = multi_machine_documents(write_document)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps([{"machine": "H100", "price_per_hour": 4.0}]))
+    out = tmp_path / "out"
+    assert run_report(report, [a100, h100, "-o", out, "--prices", prices]) == 0
+    machines = {p["series"] for p in drawn_points(out)["machines-per-dollar"]}
+    assert machines == {"NVIDIA H100 80GB HBM3 · CUDA 12.4"}
+    assert not (out / "machines-per-watt.png").exists()
+    assert "no price_per_hour for: NVIDIA A100-SXM4-80GB" in (out / "index.html").read_text()
+
+
+def test_folder_input_ignores_other_json(report, write_document, tmp_path):
+    path = write_document("a100.json", document(bandwidth_cases()))
+    (tmp_path / "gbench.json").write_text(json.dumps({"context": {}, "benchmarks": []}))
+    out = tmp_path / "out"
+    assert run_report(report, [tmp_path, "-o", out]) == 0
+    assert (out / "bandwidth-nvidia-a100-sxm4-80gb-cuda-12-4.png").is_file()
+    assert "gbench.json" in (out / "index.html").read_text()
+    assert path.is_file()
+
+
+@pytest.mark.parametrize("content, expected", [
+    ('{"schema": "mpbench.result/2", "cases": []}', "schema 'mpbench.result/2'"),
+    ('{"schema": "mpbench.result/1", "cases": [', "not valid JSON"),
+    ('{"benchmarks": []}', "no \"schema\" field"),
+    ('{"schema": "mpbench.result/1", "created": "x", "env": {}, "run": {}, "cases": [{}], "speedups": []}',
+     "case 0 has no suite"),
+])
+def test_unusable_document_exits_2_with_one_line(report, tmp_path, capsys, content, expected):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    assert run_report(report, [path, "-o", tmp_path / "out"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("report.py: error: ") and expected in err and err.count("\n") == 1, err
+
+
+def test_missing_file_exits_2_from_the_command_line(tmp_path):
+    result = subprocess.run([sys.executable, str(REPORT_PATH), str(tmp_path / "nope.json"), "-o", str(tmp_path)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.startswith("report.py: error: cannot read"), result.stderr
+
+
+def test_unknown_reference_machine_or_bad_prices_exit_2(report, write_document, tmp_path, capsys):
+    a100, h100 = multi_machine_documents(write_document)
+    assert run_report(report, [a100, h100, "-o", tmp_path / "o1", "--reference-machine", "V100"]) == 2
+    assert "matches 0 machines" in capsys.readouterr().err
+    prices = tmp_path / "prices.csv"
+    prices.write_text("machine,price_per_hour,watts\nA100,cheap,400\n")
+    assert run_report(report, [a100, h100, "-o", tmp_path / "o2", "--prices", prices]) == 2
+    assert "'cheap'" in capsys.readouterr().err
