@@ -480,17 +480,17 @@ std::string markdown_cell(std::string s) {
   return s;
 }
 
-std::string markdown_table(const Row& header, const std::vector<Row>& rows) {
+std::string markdown_row(const Row& cells) {
   std::string out = "|";
-  for (const auto& h : header) out += " " + markdown_cell(h) + " |";
-  out += "\n|";
+  for (const auto& cell : cells) out += fmt::format(" {} |", markdown_cell(cell));
+  return out + "\n";
+}
+
+std::string markdown_table(const Row& header, const std::vector<Row>& rows) {
+  std::string out = markdown_row(header) + "|";
   for (std::size_t i = 0; i < header.size(); ++i) out += "---|";
   out += "\n";
-  for (const auto& row : rows) {
-    out += "|";
-    for (const auto& cell : row) out += " " + markdown_cell(cell) + " |";
-    out += "\n";
-  }
+  for (const auto& row : rows) out += markdown_row(row);
   return out;
 }
 
