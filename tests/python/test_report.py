@@ -223,3 +223,14 @@ def test_unknown_reference_machine_or_bad_prices_exit_2(report, write_document, 
     prices.write_text("machine,price_per_hour,watts\nA100,cheap,400\n")
     assert run_report(report, [a100, h100, "-o", tmp_path / "o2", "--prices", prices]) == 2
     assert "'cheap'" in capsys.readouterr().err
+
+
+def test_reports_from_the_same_results_are_byte_identical(report, write_document, tmp_path):
+    path = write_document("cast.json", document(cast_cases() + bandwidth_cases()))
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert run_report(report, [path, "-o", first]) == 0
+    assert run_report(report, [path, "-o", second]) == 0
+    files = sorted(p.name for p in first.iterdir())
+    assert files == sorted(p.name for p in second.iterdir()) and len(files) > 3
+    for name in files:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
