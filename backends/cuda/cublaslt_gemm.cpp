@@ -201,15 +201,10 @@ class CublasLtGemm final : public PreparedOp {
         first_layout_(create_layout(types_.input, shape.k, shape.n, shape.batch)),
         second_layout_(create_layout(types_.input, shape.k, shape.m, shape.batch)),
         output_layout_(create_layout(types_.output, shape.n, shape.m, shape.batch)) {
-    set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T, "TRANSA");
-    set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N, "TRANSB");
-    if (precision == GemmPrecision::fp8_e4m3) {
-      set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, context_.unit_scale, "A_SCALE_POINTER");
-      set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, context_.unit_scale, "B_SCALE_POINTER");
-    }
-    const cublasLtMatmulHeuristicResult_t best = best_algorithm(precision, shape);
+    configure_desc(precision);
+    const cublasLtMatmulHeuristicResult_t best = best_algorithm_with_fallback(precision, shape);
     algo_ = best.algo;
-    details_ = describe_algorithm(best, context_.workspace_bytes);
+    details_.update(describe_algorithm(best, context_.workspace_bytes));
     details_["library"] = "cuBLASLt";
     details_["heuristic"] = "first result of cublasLtMatmulAlgoGetHeuristic";
     details_["layout"] = "TN";
@@ -231,6 +226,32 @@ class CublasLtGemm final : public PreparedOp {
   nlohmann::json details() const override { return details_; }
 
  private:
+  // fp32 asks for the pedantic compute type first. Should this cuBLASLt have no pedantic algorithm
+  // for the shape, plain CUBLAS_COMPUTE_32F keeps fp32 math too (TF32 needs FAST_TF32); the
+  // fallback is recorded, and the tensor_cores flag still says what ran.
+  cublasLtMatmulHeuristicResult_t best_algorithm_with_fallback(GemmPrecision precision, const GemmShape& shape) {
+    if (precision != GemmPrecision::fp32) return best_algorithm(precision, shape);
+    try {
+      return best_algorithm(precision, shape);
+    } catch (const BackendError& e) {
+      details_["fallback"] = fmt::format("no CUBLAS_COMPUTE_32F_PEDANTIC algorithm ({}); used CUBLAS_COMPUTE_32F", e.what());
+      types_.compute = CUBLAS_COMPUTE_32F;
+      types_.compute_name = "CUBLAS_COMPUTE_32F";
+      desc_ = create_matmul_desc(types_);
+      configure_desc(precision);
+      return best_algorithm(precision, shape);
+    }
+  }
+
+  void configure_desc(GemmPrecision precision) {
+    set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T, "TRANSA");
+    set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N, "TRANSB");
+    if (precision == GemmPrecision::fp8_e4m3) {
+      set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, context_.unit_scale, "A_SCALE_POINTER");
+      set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, context_.unit_scale, "B_SCALE_POINTER");
+    }
+  }
+
   cublasLtMatmulHeuristicResult_t best_algorithm(GemmPrecision precision, const GemmShape& shape) const {
     cublasLtMatmulPreference_t raw = nullptr;
     check(cublasLtMatmulPreferenceCreate(&raw), "cublasLtMatmulPreferenceCreate");

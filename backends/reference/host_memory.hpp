@@ -27,4 +27,12 @@ void for_each_index(std::size_t n, bool parallel, Body&& body) {
   for (std::size_t i = 0; i < n; ++i) body(i);
 }
 
+// destination[i] = f(source[i]) over typed views of the two buffers.
+template <typename In, typename Out, typename F>
+void map(const DeviceBuffer& source, DeviceBuffer& destination, bool parallel, F&& f) {
+  const In* in = static_cast<const In*>(source.data());
+  Out* out = static_cast<Out*>(destination.data());
+  for_each_index(source.count(), parallel, [&](std::size_t i) { out[i] = f(in[i]); });
+}
+
 }  // namespace mpbench::host

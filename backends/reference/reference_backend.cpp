@@ -222,11 +222,13 @@ void ReferenceBackend::cast(CastKind kind, const CastArgs& args) {
   const float* x = static_cast<const float*>(src.data());
   switch (kind) {
     case CastKind::f32_to_f16:
+      return host::map<float, elem::f16_bits>(src, dst, parallel_loops_, elem::store<elem::f16_bits>);
     case CastKind::f32_to_bf16:
+      return host::map<float, elem::bf16_bits>(src, dst, parallel_loops_, elem::store<elem::bf16_bits>);
     case CastKind::f16_to_f32:
+      return host::map<elem::f16_bits, float>(src, dst, parallel_loops_, [](elem::f16_bits v) { return elem::load(v); });
     case CastKind::bf16_to_f32:
-      host::for_each_index(n, parallel_loops_, [&](std::size_t i) { encode(dst, i, element_as_float(src, i)); });
-      return;
+      return host::map<elem::bf16_bits, float>(src, dst, parallel_loops_, [](elem::bf16_bits v) { return elem::load(v); });
     case CastKind::f32_to_e4m3_scaled: {
       float amax = 0;
 #pragma omp parallel for reduction(max : amax) if (parallel_loops_)

@@ -21,7 +21,7 @@ step() { echo; echo "== $(date -u +%H:%M:%S) $*"; }
 fail() { echo "check: FAILED: $*"; status=1; }
 
 step "binaries"
-if [[ ! -f $repo/.devpack/mpbench-devpack.tar.xz && -x $repo/build/cli/mpbench ]]; then
+if [[ -x $repo/build/cli/mpbench ]]; then  # a machine that builds: pack what it built
   bash "$repo/scripts/device/pack.sh" "$repo/build" || fail "packing ./build"
 fi
 if [[ ! -f $repo/.devpack/mpbench-devpack.tar.xz ]]; then
@@ -31,7 +31,10 @@ if [[ ! -f $repo/.devpack/mpbench-devpack.tar.xz ]]; then
 fi
 pack=$(mktemp -d)
 tar -C "$pack" -xJf "$repo/.devpack/mpbench-devpack.tar.xz" || { echo "check: cannot unpack"; exit 2; }
-echo "pack of revision $(cat "$repo/.devpack/REVISION" 2>/dev/null || echo unknown); tree at $(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
+pack_revision=$(cat "$repo/.devpack/REVISION" 2>/dev/null || echo unknown)
+tree_revision=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
+echo "pack built at revision $pack_revision; tree at $tree_revision"
+[[ $pack_revision == "$tree_revision" ]] || echo "check: WARNING: the pack was built from another revision than this tree"
 ls "$pack/bin" "$pack/lib"
 
 # CUDA's libraries: the toolkit's, or the ones PyTorch's wheels bring.
