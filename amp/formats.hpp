@@ -164,7 +164,11 @@ MPB_HD uint16_t f32_to_bf16_bits(float x) {
   if (detail::is_nan_bits(float_to_bits(x))) return uint16_t(detail::quiet_nan_code(float_to_bits(x), detail::kBf16));
   return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 #else
-  return uint16_t(detail::encode(x, detail::kBf16, false));
+  // bf16 is the top half of fp32, so round to nearest even is one add on the bit pattern (a carry
+  // into the exponent is the next binade, or inf); branch-free apart from NaN, so loops vectorize.
+  const uint32_t bits = float_to_bits(x);
+  if (detail::is_nan_bits(bits)) return uint16_t(detail::quiet_nan_code(bits, detail::kBf16));
+  return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 #endif
 }
 
