@@ -229,7 +229,8 @@ Comparison judge(Comparison c, double base_spread, double current_spread,
   } else {
     c.test = NoiseTest::spread;
     c.noise = std::hypot(base_spread, current_spread);
-    beyond_noise = std::abs(c.change) > c.noise;
+    // In log space a halving and a doubling are equally far; for small changes it is the change.
+    beyond_noise = std::abs(std::log1p(c.change)) > c.noise;
   }
   const double worse_by = c.metric == Metric::speedup ? -c.change : c.change;
   if (beyond_noise && worse_by > options.threshold)
@@ -299,6 +300,10 @@ std::size_t Report::count(Verdict v) const {
 
 std::size_t Report::newly_failing() const {
   return std::count_if(not_ok.begin(), not_ok.end(), [](const StatusChange& s) { return s.newly_failing(); });
+}
+
+std::size_t Report::skipped_in_both() const {
+  return std::count_if(not_ok.begin(), not_ok.end(), [](const StatusChange& s) { return s.skipped_in_both(); });
 }
 
 Report compare(const ResultSet& base, const ResultSet& current, const Options& options) {
@@ -440,9 +445,11 @@ std::string what_is_compared(const Options& o) {
 }
 
 std::string summary_line(const Report& r) {
-  return fmt::format("{} regressed, {} newly failing, {} improved, {} same, {} not ok, {} added, {} missing",
+  return fmt::format("{} regressed, {} newly failing, {} improved, {} same, {} not ok ({} skipped in both), "
+                     "{} added, {} missing",
                      r.count(Verdict::regressed), r.newly_failing(), r.count(Verdict::improved),
-                     r.count(Verdict::same), r.not_ok.size(), r.added.size(), r.missing.size());
+                     r.count(Verdict::same), r.not_ok.size(), r.skipped_in_both(), r.added.size(),
+                     r.missing.size());
 }
 
 std::string keys_line(const std::vector<CaseKey>& keys) {
@@ -515,12 +522,12 @@ std::string render_text(const Report& r) {
     blocks.push_back(aligned_table(rows));
   }
   std::string lists;
-  if (!r.not_ok.empty()) {
-    std::vector<Row> rows;
-    for (const auto& s : r.not_ok)
-      rows.push_back({s.key.label(), status_label(s), s.newly_failing() ? "NEWLY FAILING" : "", s.message});
-    lists += "not ok in one run:\n" + aligned_table(rows);
-  }
+  std::vector<Row> not_ok_rows;
+  for (const auto& s : r.not_ok)
+    if (!s.skipped_in_both())
+      not_ok_rows.push_back({s.key.label(), status_label(s), s.newly_failing() ? "NEWLY FAILING" : "", s.message});
+  if (!not_ok_rows.empty()) lists += "not ok:\n" + aligned_table(not_ok_rows);
+  if (r.skipped_in_both() > 0) lists += fmt::format("skipped in both runs: {} cases\n", r.skipped_in_both());
   if (!r.added.empty()) lists += fmt::format("added ({}): {}\n", r.added.size(), keys_line(r.added));
   if (!r.missing.empty()) lists += fmt::format("missing ({}): {}\n", r.missing.size(), keys_line(r.missing));
   if (!r.ignored_files.empty())
@@ -543,12 +550,12 @@ std::string render_markdown(const Report& r) {
     }
     out += markdown_table({"verdict", "case", "metric", "base", "new", "change", "noise"}, rows) + "\n";
   }
-  if (!r.not_ok.empty()) {
-    std::vector<Row> rows;
-    for (const auto& s : r.not_ok)
-      rows.push_back({s.key.label(), status_label(s) + (s.newly_failing() ? " (newly failing)" : ""), s.message});
-    out += "#### Not ok in one run\n\n" + markdown_table({"case", "status", "message"}, rows) + "\n";
-  }
+  std::vector<Row> not_ok_rows;
+  for (const auto& s : r.not_ok)
+    if (!s.skipped_in_both())
+      not_ok_rows.push_back({s.key.label(), status_label(s) + (s.newly_failing() ? " (newly failing)" : ""), s.message});
+  if (!not_ok_rows.empty()) out += "#### Not ok\n\n" + markdown_table({"case", "status", "message"}, not_ok_rows) + "\n";
+  if (r.skipped_in_both() > 0) out += fmt::format("Skipped in both runs: {} cases.\n\n", r.skipped_in_both());
   if (!r.added.empty()) out += fmt::format("**Added ({}):** {}\n\n", r.added.size(), keys_line(r.added));
   if (!r.missing.empty()) out += fmt::format("**Missing ({}):** {}\n\n", r.missing.size(), keys_line(r.missing));
   if (!r.environment.empty()) {
@@ -581,7 +588,8 @@ nlohmann::json report_json(const Report& r) {
   for (const auto& s : r.not_ok) {
     auto j = key_json(s.key);
     j.update({{"base_status", case_status_name(s.base)}, {"new_status", case_status_name(s.current)},
-              {"newly_failing", s.newly_failing()}, {"message", s.message}});
+              {"newly_failing", s.newly_failing()}, {"skipped_in_both", s.skipped_in_both()},
+              {"message", s.message}});
     not_ok.push_back(j);
   }
   nlohmann::json added = nlohmann::json::array(), missing = nlohmann::json::array(),
@@ -600,7 +608,8 @@ nlohmann::json report_json(const Report& r) {
           {"summary",
            {{"regressed", r.count(Verdict::regressed)}, {"newly_failing", r.newly_failing()},
             {"improved", r.count(Verdict::improved)}, {"same", r.count(Verdict::same)},
-            {"not_ok", r.not_ok.size()}, {"added", r.added.size()}, {"missing", r.missing.size()}}},
+            {"not_ok", r.not_ok.size()}, {"skipped_in_both", r.skipped_in_both()}, {"added", r.added.size()},
+            {"missing", r.missing.size()}}},
           {"comparisons", comparisons},
           {"not_ok", not_ok},
           {"added", added},

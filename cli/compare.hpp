@@ -99,6 +99,8 @@ struct StatusChange {
   CaseStatus base = CaseStatus::ok, current = CaseStatus::ok;
   std::string message;  // the new run's message, else the baseline's
   bool newly_failing() const { return base == CaseStatus::ok && current == CaseStatus::error; }
+  // What the hardware or library cannot do, unchanged: counted, not listed line by line.
+  bool skipped_in_both() const { return base == CaseStatus::skipped && current == CaseStatus::skipped; }
 };
 
 struct EnvironmentField {
@@ -116,6 +118,7 @@ struct Report {
 
   std::size_t count(Verdict v) const;
   std::size_t newly_failing() const;
+  std::size_t skipped_in_both() const;
   // Regressed when a comparison regressed or a case that was ok now fails with an error.
   bool regressed() const { return count(Verdict::regressed) > 0 || newly_failing() > 0; }
   int exit_code() const { return regressed() ? 1 : 0; }

@@ -194,7 +194,7 @@ TEST(CompareVerdicts, ChangeWithinTheMeasuredSpreadIsTheSame) {
   const auto r = compare_docs(gemm_run(1e-4, 0.15), gemm_run(1.11e-4, 0.15));
   const auto& c = only_speedup(r);
   EXPECT_LT(c.change, -0.09);
-  EXPECT_GT(c.noise, std::abs(c.change));
+  EXPECT_GT(c.noise, std::abs(std::log1p(c.change)));
   EXPECT_EQ(c.verdict, Verdict::same);
   EXPECT_EQ(r.exit_code(), 0);
 }
@@ -234,6 +234,24 @@ TEST(CompareVerdicts, OverlappingSamplesAreTheSameUnderTheRankTest) {
     EXPECT_EQ(c.verdict, Verdict::same);
   }
   EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST(CompareVerdicts, SpreadTestIsSymmetricInLogSpace) {
+  // Spreads of 50% per run: a halving of the time (+100% speedup) and a doubling (-50% speedup)
+  // are ln 2 = 0.69 away, beyond a noise band of 0.5 * sqrt(2) = 0.71 neither, and both are the same.
+  Options options;
+  options.absolute = true;
+  Comparison slower;
+  slower.metric = Metric::seconds;
+  slower.base = 1.0;
+  slower.current = 2.0;
+  EXPECT_EQ(judge(slower, 0.5, 0.5, {}, {}, options).verdict, Verdict::same);
+  Comparison faster = slower;
+  faster.current = 0.5;
+  EXPECT_EQ(judge(faster, 0.5, 0.5, {}, {}, options).verdict, Verdict::same);
+  // With 40% spreads (band 0.57) both leave the noise, in opposite directions.
+  EXPECT_EQ(judge(slower, 0.4, 0.4, {}, {}, options).verdict, Verdict::regressed);
+  EXPECT_EQ(judge(faster, 0.4, 0.4, {}, {}, options).verdict, Verdict::improved);
 }
 
 TEST(CompareVerdicts, TooFewSamplesFallBackToTheSpreads) {
@@ -278,6 +296,19 @@ TEST(CompareVerdicts, CaseNowSkippedIsListedButDoesNotFail) {
   ASSERT_EQ(r.not_ok.size(), 1u);
   EXPECT_FALSE(r.not_ok[0].newly_failing());
   EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST(CompareVerdicts, CasesSkippedInBothRunsAreCountedNotListed) {
+  auto base = gemm_run(1e-4), current = gemm_run(1e-4);
+  base.cases.push_back(failed_case("square_4096", "fp8-e4m3", CaseStatus::skipped, "fp8 needs sm_89"));
+  current.cases.push_back(failed_case("square_4096", "fp8-e4m3", CaseStatus::skipped, "fp8 needs sm_89"));
+  const auto r = compare_docs(base, current);
+  ASSERT_EQ(r.not_ok.size(), 1u);
+  EXPECT_EQ(r.skipped_in_both(), 1u);
+  EXPECT_EQ(r.exit_code(), 0);
+  const auto text = render_text(r);
+  EXPECT_EQ(text.find("fp8-e4m3"), std::string::npos) << text;
+  EXPECT_NE(text.find("skipped in both runs: 1 cases"), std::string::npos) << text;
 }
 
 TEST(CompareVerdicts, AddedAndMissingCasesAreListed) {
