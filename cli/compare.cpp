@@ -482,9 +482,13 @@ Row comparison_row(const Comparison& c) {
           format_value(c, c.current), change_label(c), noise_label(c)};
 }
 
-std::string markdown_cell(std::string s) {
-  for (std::size_t pos = 0; (pos = s.find('|', pos)) != std::string::npos; pos += 2) s.insert(pos, "\\");
-  return s;
+std::string markdown_cell(const std::string& text) {
+  std::string escaped;
+  for (char ch : text) {
+    if (ch == '|') escaped += '\\';
+    escaped += ch;
+  }
+  return escaped;
 }
 
 std::string markdown_row(const Row& cells) {

@@ -355,6 +355,13 @@ TEST(CompareVerdicts, SpeedupsAreComputedWhenTheDocumentStoredNone) {
   EXPECT_EQ(only_speedup(compare_docs(base, current)).verdict, Verdict::regressed);
 }
 
+TEST(CompareVerdicts, MarkdownEscapesPipesInCaseNames) {
+  const auto run = document({timed_case("a|b", "fp32", samples_around(1e-3, 0.01)),
+                             timed_case("a|b", "bf16", samples_around(1e-4, 0.01))});
+  const auto markdown = render_markdown(compare_docs(run, run));
+  EXPECT_NE(markdown.find("| gemm/a\\|b/cuda/bf16 |"), std::string::npos) << markdown;
+}
+
 // ---------------------------------------------------------------- documents on disk
 
 TEST(CompareFiles, FixturePairRegressesWithTheLibraryUpgradeListed) {
