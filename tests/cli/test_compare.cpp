@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <string>
+
+#include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
@@ -18,6 +21,11 @@ namespace mpbench::compare {
 namespace {
 
 const std::filesystem::path kFixtures = MPBENCH_COMPARE_FIXTURES;
+
+// Unique per process, so parallel test runs do not share files.
+std::filesystem::path scratch_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / ("mpbench_compare_" + std::to_string(::getpid()) + "_" + name);
+}
 
 // n samples symmetric around `median` whose sample standard deviation is `relative_spread * median`.
 std::vector<double> samples_around(double median, double relative_spread, int n = 9) {
@@ -408,7 +416,7 @@ TEST(CompareFiles, UnusableInputIsAUsageError) {
 }
 
 TEST(CompareFiles, FolderWithoutResultsIsAUsageError) {
-  const auto empty = std::filesystem::temp_directory_path() / "mpbench_compare_empty_folder";
+  const auto empty = scratch_path("empty_folder");
   std::filesystem::create_directories(empty);
   EXPECT_THROW(load_result_set(empty), UsageError);
   std::filesystem::remove_all(empty);
@@ -480,7 +488,7 @@ TEST(CompareCommand, TextNamesTheRegressionAndTheEnvironmentChange) {
 }
 
 TEST(CompareCommand, OutWritesTheRequestedFormatToAFile) {
-  const auto path = std::filesystem::temp_directory_path() / "mpbench_compare_out.md";
+  const auto path = scratch_path("out.md");
   std::filesystem::remove(path);
   std::string out;
   ASSERT_EQ(run_cli({fixture("gemm_base.json"), fixture("gemm_base.json"), "--format", "markdown", "--out",
