@@ -485,8 +485,8 @@ Row comparison_row(const Comparison& c) {
 std::string markdown_cell(const std::string& text) {
   std::string escaped;
   for (char ch : text) {
-    if (ch == '|') escaped += '\\';
-    escaped += ch;
+    if (ch == '|') escaped.push_back('\\');
+    escaped.push_back(ch);
   }
   return escaped;
 }

@@ -129,13 +129,11 @@ std::vector<CaseSpec> bandwidth_cases(Backend& backend, const SuiteOptions& opti
 }  // namespace
 
 Suite bandwidth_suite() {
-  Suite s;
-  s.name = "bandwidth";
-  s.description = "copy/scale/add/triad/dot in fp32, fp16, bf16 across the cache-to-memory sweep; memcpy ceiling; pinned transfers";
-  s.precisions = {"fp32", "fp16", "bf16"};
-  s.cases = bandwidth_cases;
-  s.finalize = [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "memcpy"); };
-  return s;
+  return {"bandwidth",
+          "copy/scale/add/triad/dot in fp32, fp16, bf16 across the cache-to-memory sweep; memcpy ceiling; pinned transfers",
+          {"fp32", "fp16", "bf16"},
+          bandwidth_cases,
+          [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "memcpy"); }};
 }
 
 }  // namespace mpbench::microbench

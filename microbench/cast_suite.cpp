@@ -87,13 +87,11 @@ std::vector<CaseSpec> cast_cases(Backend& backend, const SuiteOptions& options) 
 }  // namespace
 
 Suite cast_suite() {
-  Suite s;
-  s.name = "cast";
-  s.description = "fp32 <-> fp16/bf16, fp32 -> fp8 e4m3 (scaled, with amax), fp32 -> bf16 stochastic; GB/s against copy";
-  s.precisions = {"fp32", "fp16", "bf16", "fp8-e4m3"};
-  s.cases = cast_cases;
-  s.finalize = [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "copy"); };
-  return s;
+  return {"cast",
+          "fp32 <-> fp16/bf16, fp32 -> fp8 e4m3 (scaled, with amax), fp32 -> bf16 stochastic; GB/s against copy",
+          {"fp32", "fp16", "bf16", "fp8-e4m3"},
+          cast_cases,
+          [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "copy"); }};
 }
 
 }  // namespace mpbench::microbench

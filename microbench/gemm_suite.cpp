@@ -138,12 +138,10 @@ std::vector<CaseSpec> gemm_cases(Backend& backend, const SuiteOptions& options) 
 }  // namespace
 
 Suite gemm_suite() {
-  Suite s;
-  s.name = "gemm";
-  s.description = "library GEMM (cuBLASLt / oneDNN) in every precision: square sweep, GPT-2 GEMMs, alignment sweep";
-  for (const auto& info : gemm_precisions()) s.precisions.emplace_back(info.name);
-  s.cases = gemm_cases;
-  return s;
+  std::vector<std::string> precisions;
+  for (const auto& info : gemm_precisions()) precisions.emplace_back(info.name);
+  return {"gemm", "library GEMM (cuBLASLt / oneDNN) in every precision: square sweep, GPT-2 GEMMs, alignment sweep",
+          precisions, gemm_cases};
 }
 
 }  // namespace mpbench::microbench
