@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   mpbench::cli::add_numerics_command(app, exit_code);
   mpbench::cli::add_policy_command(app, exit_code);
   mpbench::cli::add_compare_command(app, exit_code);
+  mpbench::cli::add_explain_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

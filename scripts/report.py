@@ -510,19 +510,28 @@ def plot_transformer_speedup(m: Machine, config: str, cases: list[dict], count: 
     return plot
 
 
+def breakdown_seconds(case: dict) -> dict:
+    """Seconds per kernel category: details.breakdown.categories, or a flat details.breakdown."""
+    breakdown = case.get("details", {}).get("breakdown")
+    if not isinstance(breakdown, dict):
+        return {}
+    categories = breakdown.get("categories", breakdown)
+    return {k: v for k, v in categories.items() if isinstance(v, (int, float))} if isinstance(categories, dict) else {}
+
+
 def plot_breakdown(m: Machine, config: str, cases: list[dict], count: int) -> Plot | None:
-    profiled = [c for c in cases if isinstance(c.get("details", {}).get("breakdown"), dict)]
+    profiled = [c for c in cases if breakdown_seconds(c)]
     if not profiled:
         return None
     profiled.sort(key=lambda c: c["precision"])
-    categories = sorted({k for c in profiled for k in c["details"]["breakdown"]})
+    categories = sorted({k for c in profiled for k in breakdown_seconds(c)})
     plot, (ax,) = new_plot(f"transformer-breakdown-{config_suffix(m, config, count)}",
                            f"Step time by kernel category — {config} — {m.device}",
                            "Seconds per training step in each kernel category, per precision mode.", m.stamp())
     bottoms = [0.0] * len(profiled)
     modes = [c["precision"] for c in profiled]
     for category in categories:
-        values = [float(c["details"]["breakdown"].get(category, 0) or 0) for c in profiled]
+        values = [float(breakdown_seconds(c).get(category, 0) or 0) for c in profiled]
         ax.bar(modes, values, bottom=bottoms, label=category)
         for c, v in zip(profiled, values):
             plot.add(category, c["precision"], v, case_label(c))

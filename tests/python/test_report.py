@@ -234,3 +234,18 @@ def test_reports_from_the_same_results_are_byte_identical(report, write_document
     assert files == sorted(p.name for p in second.iterdir()) and len(files) > 3
     for name in files:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_breakdown_reads_the_profiler_categories_object(report, tmp_path):
+    """mpbench's profiler writes details.breakdown.categories; the flat form stays readable."""
+    cases = transformer_cases(10000.0)
+    for c in cases:
+        flat = c["details"]["breakdown"]
+        c["details"]["breakdown"] = {"categories": flat, "ops": {"layer0/qkv": 0.1}, "kernel_count": 7,
+                                     "top_kernels": [], "gaps_s": 0.01, "region_s": 1.0, "unattributed_s": 0.0}
+    (tmp_path / "t.json").write_text(json.dumps(document(cases)))
+    assert run_report(report, [tmp_path / "t.json", "-o", tmp_path / "out"]) == 0
+    points = next(v for k, v in drawn_points(tmp_path / "out").items() if k.startswith("transformer-breakdown"))
+    assert {p["series"] for p in points} == {"gemm", "elementwise", "optimizer"}
+    gemm_fp32 = next(p for p in points if p["series"] == "gemm" and p["x"] == "fp32")
+    assert gemm_fp32["y"] == pytest.approx(0.5)

@@ -1,0 +1,42 @@
+#include "profiler/activity.hpp"
+
+#include <algorithm>
+
+namespace mpbench::profiler {
+
+std::string_view copy_kind_name(CopyKind kind) {
+  switch (kind) {
+    case CopyKind::host_to_device: return "HtoD";
+    case CopyKind::device_to_host: return "DtoH";
+    case CopyKind::device_to_device: return "DtoD";
+    case CopyKind::host_to_host: return "HtoH";
+    case CopyKind::peer: return "PtoP";
+    case CopyKind::other: break;
+  }
+  return "other";
+}
+
+namespace {
+
+void widen(std::optional<Interval>& span, const Interval& t) {
+  if (!span) {
+    span = t;
+    return;
+  }
+  span->start_ns = std::min(span->start_ns, t.start_ns);
+  span->end_ns = std::max(span->end_ns, t.end_ns);
+}
+
+}  // namespace
+
+std::optional<Interval> Trace::span() const {
+  std::optional<Interval> span;
+  for (const auto& k : kernels) widen(span, k.time);
+  for (const auto& m : memcpys) widen(span, m.time);
+  for (const auto& m : memsets) widen(span, m.time);
+  for (const auto& a : api_calls) widen(span, a.time);
+  for (const auto& r : ranges) widen(span, r.time);
+  return span;
+}
+
+}  // namespace mpbench::profiler

@@ -1,0 +1,471 @@
+#include "profiler/explain.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "profiler/breakdown.hpp"
+#include "profiler/classify.hpp"
+
+namespace mpbench::profiler {
+
+namespace {
+
+using nlohmann::json;
+
+// Thresholds of the rules, as shares of the mode's time unless said otherwise.
+constexpr double kCudaCoreGemmShare = 0.01;
+constexpr double kCastShare = 0.05;
+constexpr double kMemoryBoundShare = 0.30;
+constexpr double kGapShareOfRegion = 0.10;
+constexpr double kOptimizerShare = 0.10;
+constexpr double kUnattributedShare = 0.01;
+constexpr double kDatasheetFraction = 0.5;  // speedup below half of what the peaks allow
+constexpr double kCastPctOfCopy = 50.0;
+
+double sum(const std::map<std::string, double>& m) {
+  double s = 0;
+  for (const auto& [k, v] : m) s += v;
+  return s;
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+std::string ms(double s) { return fmt::format("{:.3g} ms", s * 1e3); }
+std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
+
+}  // namespace
+
+Decomposition decompose(const std::map<std::string, double>& baseline, const std::map<std::string, double>& mode) {
+  Decomposition d;
+  d.baseline_s = sum(baseline);
+  d.mode_s = sum(mode);
+  d.speedup = ratio(d.baseline_s, d.mode_s);
+  std::set<std::string> names;
+  for (const auto& [k, v] : baseline) names.insert(k);
+  for (const auto& [k, v] : mode) names.insert(k);
+  for (const auto& name : names) {
+    CategoryShare c;
+    c.category = name;
+    c.baseline_s = baseline.contains(name) ? baseline.at(name) : 0.0;
+    c.mode_s = mode.contains(name) ? mode.at(name) : 0.0;
+    c.share_of_baseline = ratio(c.baseline_s, d.baseline_s);
+    c.share_of_mode = ratio(c.mode_s, d.mode_s);
+    if (c.mode_s > 0) c.speedup = c.baseline_s / c.mode_s;
+    c.contribution = ratio(c.baseline_s - c.mode_s, d.baseline_s);
+    c.speedup_if_only_this = ratio(d.baseline_s, d.baseline_s - c.baseline_s + c.mode_s);
+    d.categories.push_back(c);
+  }
+  std::stable_sort(d.categories.begin(), d.categories.end(),
+                   [](const CategoryShare& a, const CategoryShare& b) { return a.baseline_s > b.baseline_s; });
+  const auto limiting = std::max_element(d.categories.begin(), d.categories.end(),
+                                         [](const CategoryShare& a, const CategoryShare& b) { return a.mode_s < b.mode_s; });
+  if (limiting != d.categories.end() && limiting->mode_s > 0) {
+    d.limiting_category = limiting->category;
+    d.ceiling = d.baseline_s / limiting->mode_s;
+  }
+  return d;
+}
+
+namespace {
+
+using CaseKey = std::tuple<std::string, std::string, std::string>;  // suite, name, backend
+CaseKey key_of(const CaseResult& c) { return {c.suite, c.name, c.backend}; }
+std::string full_id(const CaseResult& c) { return fmt::format("{}/{}/{}/{}", c.suite, c.name, c.backend, c.precision); }
+
+bool is_low_precision_gemm(const std::string& precision) { return precision != "fp32" && precision != "fp64"; }
+
+// Elements per 16 bytes: the row alignment Tensor Core kernels need (cuBLAS's tensorop restrictions).
+int alignment_elements(const std::string& precision) {
+  if (precision == "tf32" || precision == "fp32") return 4;
+  if (precision.rfind("fp8", 0) == 0) return 16;
+  return 8;
+}
+
+std::vector<std::string> misaligned_dims(const CaseResult& c) {
+  std::vector<std::string> out;
+  const int align = alignment_elements(c.precision);
+  for (const char* dim : {"m", "n", "k"})
+    if (c.params.contains(dim) && c.params[dim].is_number_integer() && c.params[dim].get<long long>() % align != 0)
+      out.push_back(fmt::format("{} = {}", dim, c.params[dim].get<long long>()));
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;
+  return out;
+}
+
+std::optional<double> number_at(const json& j, std::initializer_list<const char*> path) {
+  const json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object() || !at->contains(key)) return std::nullopt;
+    at = &(*at)[key];
+  }
+  return at->is_number() ? std::optional<double>(at->get<double>()) : std::nullopt;
+}
+
+Finding finding(std::string rule, std::string severity, std::string message, json evidence) {
+  return {std::move(rule), std::move(severity), std::move(message), std::move(evidence)};
+}
+
+// cuBLASLt's record of the chosen algorithm says whether it used Tensor Cores.
+void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
+  const json& algo = c.details["algorithm"];
+  if (!algo.contains("tensor_cores") || !algo["tensor_cores"].is_boolean()) return;
+  const bool tensor_cores = algo["tensor_cores"].get<bool>();
+  const auto misaligned = misaligned_dims(c);
+  json evidence = {{"tensor_cores", tensor_cores}, {"m", c.params.value("m", json())},
+                   {"n", c.params.value("n", json())}, {"k", c.params.value("k", json())}};
+  for (const char* field : {"algo_id", "tile", "math"})
+    if (algo.contains(field)) evidence[field] = algo[field];
+  if (!tensor_cores && c.precision == "fp32") {
+    out.push_back(finding("gemm_not_on_tensor_cores", "info",
+                          "fp32 GEMM on CUDA cores: mpbench's fp32 uses the pedantic math mode "
+                          "(CUBLAS_COMPUTE_32F_PEDANTIC), which keeps Tensor Cores and TF32 off by design",
+                          evidence));
+  } else if (!tensor_cores) {
+    const std::string reason =
+        misaligned.empty()
+            ? fmt::format("cuBLASLt's heuristic chose a CUDA-core algorithm for {} at this shape", c.precision)
+            : fmt::format("{} not a multiple of {} ({} rows must be 16-byte aligned): pad the dimension, e.g. "
+                          "vocabulary 50257 to 50304",
+                          join(misaligned), alignment_elements(c.precision), c.precision);
+    evidence["misaligned"] = misaligned;
+    out.push_back(finding("gemm_not_on_tensor_cores", "warning",
+                          fmt::format("{} GEMM did not run on Tensor Cores; likely reason: {}", c.precision, reason),
+                          evidence));
+  } else if (!misaligned.empty() && is_low_precision_gemm(c.precision)) {
+    evidence["misaligned"] = misaligned;
+    out.push_back(finding("misaligned_dimension", "info",
+                          fmt::format("{} not a multiple of {}: Tensor Cores were still used, but such shapes "
+                                      "often get slower kernels than their padded neighbours",
+                                      join(misaligned), alignment_elements(c.precision)),
+                          evidence));
+  }
+}
+
+// oneDNN names the ISA of the implementation it picked: bf16 without "bf16" in it has no bf16
+// hardware path (e.g. --cpu-isa avx512_core, or a CPU without AVX512-BF16/AMX).
+void cpu_gemm_rules(const CaseResult& c, const ResultDocument& doc, std::vector<Finding>& out) {
+  const json& algo = c.details["algorithm"];
+  if (!algo.contains("implementation") || !algo["implementation"].is_string()) return;
+  const auto impl = algo["implementation"].get<std::string>();
+  const bool bf16 = c.precision == "bf16", fp16 = c.precision == "fp16";
+  if (!bf16 && !fp16) return;
+  const bool native = bf16 ? impl.find("bf16") != std::string::npos
+                           : impl.find("fp16") != std::string::npos || impl.find("f16") != std::string::npos;
+  if (native) return;
+  json evidence = {{"implementation", impl}};
+  const std::string capped = doc.run.value("cpu_isa", "");
+  if (!capped.empty()) evidence["cpu_isa"] = capped;
+  if (doc.env.contains("onednn") && doc.env["onednn"].contains("effective_isa"))
+    evidence["effective_isa"] = doc.env["onednn"]["effective_isa"];
+  const std::string cause = capped.empty() ? "the CPU lacks the instructions oneDNN needs for it (AVX512-BF16/AVX512-FP16/AMX)"
+                                           : fmt::format("--cpu-isa {} caps oneDNN below them", capped);
+  out.push_back(finding(fmt::format("no_{}_hardware_path", c.precision), "warning",
+                        fmt::format("oneDNN ran {} through '{}', which has no {} instructions ({}): the matmul only "
+                                    "adds conversions",
+                                    c.precision, impl, c.precision, cause),
+                        evidence));
+}
+
+// The datasheet's peak ratio between the two precisions bounds what a compute-bound GEMM can gain.
+void datasheet_rule(const CaseResult& c, const CaseResult& base, double speedup, std::vector<Finding>& out) {
+  const auto peak = number_at(c.details, {"peak", "tflops"});
+  const auto base_peak = number_at(base.details, {"peak", "tflops"});
+  if (!peak || !base_peak || *base_peak <= 0) return;
+  const double allowed = *peak / *base_peak;
+  if (speedup >= kDatasheetFraction * allowed) return;
+  out.push_back(finding("below_datasheet_ratio", "warning",
+                        fmt::format("{:.2f}x over {} where the datasheet peaks allow {:.2f}x ({} of it)", speedup,
+                                    base.precision, allowed, pct(speedup / allowed)),
+                        {{"speedup", speedup}, {"datasheet_ratio", allowed}, {"peak_tflops", *peak},
+                         {"baseline_peak_tflops", *base_peak}, {"pct_of_peak", c.rates.value("pct_of_peak", json())}}));
+}
+
+// Ridge point of the measured roofline: best GEMM rate of this precision over best bandwidth.
+std::optional<double> ridge_flop_per_byte(const ResultDocument& doc, const std::string& precision) {
+  double best_tflops = 0, best_gbps = 0;
+  for (const auto& c : doc.cases) {
+    if (c.status != CaseStatus::ok) continue;
+    if (c.suite == "gemm" && c.precision == precision) best_tflops = std::max(best_tflops, c.rates.value("tflops", 0.0));
+    const auto kernel = c.params.value("kernel", std::string());
+    if (c.suite == "bandwidth" && kernel.find("pinned") == std::string::npos)
+      best_gbps = std::max(best_gbps, c.rates.value("gbps", 0.0));
+  }
+  if (best_tflops <= 0 || best_gbps <= 0) return std::nullopt;
+  return best_tflops * 1e12 / (best_gbps * 1e9);
+}
+
+void memory_bound_gemm_rule(const CaseResult& c, const ResultDocument& doc, std::vector<Finding>& out) {
+  const auto flops = number_at(c.params, {"flops"});
+  const auto bytes = number_at(c.params, {"bytes"});
+  const auto ridge = ridge_flop_per_byte(doc, c.precision);
+  if (!flops || !bytes || *bytes <= 0 || !ridge) return;
+  const double intensity = *flops / *bytes;
+  if (intensity >= *ridge) return;
+  out.push_back(finding("memory_bound", "info",
+                        fmt::format("{:.1f} FLOP/byte is below the measured ridge of {:.1f} FLOP/byte (best GEMM rate "
+                                    "over best bandwidth in this document): memory bound, where a 16-bit type at best "
+                                    "halves the time",
+                                    intensity, *ridge),
+                        {{"flop_per_byte", intensity}, {"ridge_flop_per_byte", *ridge}}));
+}
+
+// Stream kernels move bytes: 16-bit arrays halve them, so 2x is the bound a memory-bound kernel
+// can reach, unless the smaller arrays fit a faster cache level.
+void bandwidth_rule(const CaseResult& c, double speedup, std::vector<Finding>& out) {
+  constexpr double kBytesRatio = 2.0;
+  if (c.precision != "fp16" && c.precision != "bf16") return;
+  const json evidence = {{"speedup", speedup}, {"bytes_ratio", kBytesRatio}};
+  if (speedup < 0.9)
+    out.push_back(finding("conversion_bound", "warning",
+                          fmt::format("{:.2f}x: the per-element conversions to and from fp32 cost more than the "
+                                      "halved bytes save",
+                                      speedup),
+                          evidence));
+  else if (speedup > 1.1 * kBytesRatio)
+    out.push_back(finding("cache_effect", "info",
+                          fmt::format("{:.2f}x is more than the {:.0f}x that halving the bytes allows: the 16-bit "
+                                      "arrays fit a faster cache level than the fp32 ones",
+                                      speedup, kBytesRatio),
+                          evidence));
+  else
+    out.push_back(finding("memory_bound", "info",
+                          fmt::format("{:.2f}x of the {:.0f}x that halving the bytes allows", speedup, kBytesRatio),
+                          evidence));
+}
+
+std::map<std::string, double> checked_categories(const CaseResult& c) {
+  const json& b = c.details["breakdown"];
+  const json& source = b.is_object() && b.contains("categories") ? b["categories"] : b;
+  if (!source.is_object())
+    throw UsageError(fmt::format("case {}: details.breakdown must be an object of seconds per category", full_id(c)));
+  for (const auto& [name, value] : source.items())
+    if (!value.is_number() || value.get<double>() < 0)
+      throw UsageError(fmt::format("case {}: details.breakdown category '{}' must be a number of seconds >= 0",
+                                   full_id(c), name));
+  return breakdown_categories(b);
+}
+
+// fp32 GEMMs run on CUDA cores and low-precision ones on Tensor Cores: the decomposition compares
+// GEMM time with GEMM time.
+std::map<std::string, double> fold_gemms(const std::map<std::string, double>& categories) {
+  std::map<std::string, double> out;
+  for (const auto& [name, s] : categories) {
+    const auto c = parse_category(name);
+    out[c && is_gemm(*c) ? "gemm" : name] += s;
+  }
+  return out;
+}
+
+double category_seconds(const std::map<std::string, double>& m, Category c) {
+  auto it = m.find(std::string(category_name(c)));
+  return it == m.end() ? 0.0 : it->second;
+}
+
+void share_rule(const std::map<std::string, double>& mode, double total, Category c, double threshold,
+                const std::string& rule, const std::string& what, std::vector<Finding>& out) {
+  const double s = category_seconds(mode, c);
+  if (total <= 0 || s / total < threshold) return;
+  out.push_back(finding(rule, "warning", fmt::format("{} take {} of the step ({})", what, pct(s / total), ms(s)),
+                        {{"category", category_name(c)}, {"seconds", s}, {"share", s / total}}));
+}
+
+int overflow_steps(const json& details) {
+  if (!details.contains("loss_scale") || !details["loss_scale"].is_array()) return 0;
+  int drops = 0;
+  const auto& scale = details["loss_scale"];
+  for (std::size_t i = 1; i < scale.size(); ++i)
+    if (scale[i].is_number() && scale[i - 1].is_number() && scale[i].get<double>() < scale[i - 1].get<double>()) ++drops;
+  return drops;
+}
+
+void breakdown_rules(const CaseResult& c, const std::map<std::string, double>& mode, std::vector<Finding>& out) {
+  const double total = sum(mode);
+  if (c.precision != "fp32")
+    share_rule(mode, total, Category::gemm_cuda_core, kCudaCoreGemmShare, "gemm_not_on_tensor_cores",
+               "GEMMs without Tensor Core evidence", out);
+  share_rule(mode, total, Category::cast, kCastShare, "cast_overhead", "precision casts", out);
+  share_rule(mode, total, Category::optimizer, kOptimizerShare, "optimizer_share", "the optimizer step", out);
+  double memory_bound = 0;
+  for (const auto& [name, s] : mode)
+    if (auto cat = parse_category(name); cat && is_memory_bound(*cat)) memory_bound += s;
+  if (total > 0 && memory_bound / total >= kMemoryBoundShare)
+    out.push_back(finding("memory_bound_share", "warning",
+                          fmt::format("memory-bound kernels (elementwise, normalization, cast, reduction, copy, "
+                                      "optimizer) take {} of the step: 16-bit storage at best halves them",
+                                      pct(memory_bound / total)),
+                          {{"seconds", memory_bound}, {"share", memory_bound / total}}));
+  const json& b = c.details["breakdown"];
+  const auto gaps = number_at(b, {"gaps_s"}), region = number_at(b, {"region_s"});
+  if (gaps && region && *region > 0 && *gaps / *region >= kGapShareOfRegion)
+    out.push_back(finding("launch_gaps", "warning",
+                          fmt::format("the GPU idles {} of the region between kernels ({}): launch-bound; fewer, "
+                                      "fused kernels or CUDA graphs would help",
+                                      pct(*gaps / *region), ms(*gaps)),
+                          {{"gaps_s", *gaps}, {"region_s", *region}}));
+  const auto unattributed = number_at(b, {"unattributed_s"});
+  if (unattributed && total > 0 && *unattributed / total >= kUnattributedShare)
+    out.push_back(finding("unattributed_time", "info",
+                          fmt::format("{} of the GPU time could not be attributed to an op", pct(*unattributed / total)),
+                          {{"unattributed_s", *unattributed}}));
+  if (const int drops = overflow_steps(c.details); drops > 0)
+    out.push_back(finding("loss_scale_overflows", "info",
+                          fmt::format("the loss scale dropped {} time(s): those steps were skipped", drops),
+                          {{"overflow_steps", drops}}));
+}
+
+std::optional<double> measured_speedup(const ResultDocument& doc, const CaseResult& c, const CaseResult* base,
+                                       const std::string& baseline) {
+  for (const auto& s : doc.speedups)
+    if (s.suite == c.suite && s.name == c.name && s.backend == c.backend && s.precision == c.precision &&
+        s.baseline == baseline)
+      return s.value;
+  if (base && base->seconds && c.seconds && c.seconds->median > 0) return base->seconds->median / c.seconds->median;
+  return std::nullopt;
+}
+
+CaseExplanation explain_case(const ResultDocument& doc, const CaseResult& c, const CaseResult* base,
+                             const std::string& baseline) {
+  CaseExplanation e{full_id(c), c.precision, measured_speedup(doc, c, base, baseline), std::nullopt, {}};
+  if (c.suite == "gemm") {
+    gpu_gemm_rules(c, e.findings);
+    cpu_gemm_rules(c, doc, e.findings);
+    memory_bound_gemm_rule(c, doc, e.findings);
+  }
+  if (base && e.speedup) {
+    if (*e.speedup < 1)
+      e.findings.push_back(finding("slower_than_baseline", "warning",
+                                   fmt::format("{:.2f}x: slower than {}", *e.speedup, baseline),
+                                   {{"speedup", *e.speedup}}));
+    datasheet_rule(c, *base, *e.speedup, e.findings);
+    if (c.suite == "bandwidth") bandwidth_rule(c, *e.speedup, e.findings);
+  }
+  if (base && c.details.contains("breakdown") && base->details.contains("breakdown")) {
+    const auto mode = checked_categories(c);
+    e.decomposition = decompose(fold_gemms(checked_categories(*base)), fold_gemms(mode));
+    breakdown_rules(c, mode, e.findings);
+  }
+  return e;
+}
+
+// A cast reads and writes the same elements as a copy; anything slower is conversion cost.
+std::vector<Finding> cast_rules(const ResultDocument& doc) {
+  std::vector<Finding> out;
+  for (const auto& c : doc.cases) {
+    if (c.suite != "cast" || c.status != CaseStatus::ok || c.params.value("kernel", "") == "copy") continue;
+    const auto of_copy = number_at(c.rates, {"pct_of_copy"});
+    if (!of_copy || *of_copy >= kCastPctOfCopy) continue;
+    out.push_back(finding("cast_slower_than_copy", "warning",
+                          fmt::format("{} runs at {:.1f}% of a copy of the same elements: each cast in a mixed-"
+                                      "precision step costs {:.1f}x a copy",
+                                      c.name, *of_copy, 100.0 / *of_copy),
+                          {{"case", full_id(c)}, {"pct_of_copy", *of_copy}, {"gbps", c.rates.value("gbps", json())}}));
+  }
+  return out;
+}
+
+json finding_json(const Finding& f) {
+  return {{"rule", f.rule}, {"severity", f.severity}, {"message", f.message}, {"evidence", f.evidence}};
+}
+
+json decomposition_json(const Decomposition& d) {
+  json categories = json::array();
+  for (const auto& c : d.categories)
+    categories.push_back({{"category", c.category},
+                          {"baseline_s", c.baseline_s},
+                          {"mode_s", c.mode_s},
+                          {"share_of_baseline", c.share_of_baseline},
+                          {"share_of_mode", c.share_of_mode},
+                          {"speedup", c.speedup ? json(*c.speedup) : json()},
+                          {"contribution", c.contribution},
+                          {"speedup_if_only_this", c.speedup_if_only_this}});
+  return {{"baseline_s", d.baseline_s}, {"mode_s", d.mode_s},         {"speedup", d.speedup},
+          {"categories", categories},   {"limiting_category", d.limiting_category}, {"ceiling", d.ceiling}};
+}
+
+void append_findings(std::string& out, const std::vector<Finding>& findings, std::string_view indent) {
+  for (const auto& f : findings) out += fmt::format("{}[{}] {}: {}\n", indent, f.severity, f.rule, f.message);
+}
+
+void append_decomposition(std::string& out, const Decomposition& d) {
+  out += fmt::format("    profiled: {} -> {} ({:.2f}x)\n", ms(d.baseline_s), ms(d.mode_s), d.speedup);
+  out += fmt::format("    {:<18} {:>10} {:>10} {:>9} {:>9} {:>13}\n", "category", "baseline", "mode", "share",
+                     "speedup", "contribution");
+  for (const auto& c : d.categories)
+    out += fmt::format("    {:<18} {:>10} {:>10} {:>9} {:>9} {:>13}\n", c.category, ms(c.baseline_s), ms(c.mode_s),
+                       pct(c.share_of_baseline), c.speedup ? fmt::format("{:.2f}x", *c.speedup) : "-",
+                       pct(c.contribution));
+  for (const auto& c : d.categories)
+    if (c.category == d.limiting_category)
+      out += fmt::format("    limiting: {} ({} of the mode's time; the speedup cannot exceed {:.2f}x unless it "
+                         "gets faster)\n",
+                         c.category, pct(c.share_of_mode), d.ceiling);
+}
+
+}  // namespace
+
+Explanation explain(const ResultDocument& doc, const std::string& baseline) {
+  std::map<CaseKey, const CaseResult*> baseline_cases;
+  for (const auto& c : doc.cases)
+    if (c.status == CaseStatus::ok && c.precision == baseline) baseline_cases[key_of(c)] = &c;
+  if (baseline_cases.empty())
+    throw UsageError(fmt::format("no case ran in the baseline precision '{}': pick one that ran with --baseline",
+                                 baseline));
+  Explanation out{baseline, {}, cast_rules(doc)};
+  for (const auto& c : doc.cases) {
+    if (c.status != CaseStatus::ok) continue;
+    if (c.precision == baseline) {
+      // A baseline case is listed only when a rule explains something about it (e.g. pedantic fp32).
+      auto own = explain_case(doc, c, nullptr, baseline);
+      if (!own.findings.empty()) out.cases.push_back(std::move(own));
+      continue;
+    }
+    auto it = baseline_cases.find(key_of(c));
+    out.cases.push_back(explain_case(doc, c, it == baseline_cases.end() ? nullptr : it->second, baseline));
+  }
+  return out;
+}
+
+json Explanation::to_json() const {
+  json j = {{"baseline", baseline}, {"cases", json::array()}, {"findings", json::array()}};
+  for (const auto& c : cases) {
+    json jc = {{"id", c.id}, {"precision", c.precision}, {"speedup", c.speedup ? json(*c.speedup) : json()},
+               {"findings", json::array()}};
+    if (c.decomposition) jc["decomposition"] = decomposition_json(*c.decomposition);
+    for (const auto& f : c.findings) jc["findings"].push_back(finding_json(f));
+    j["cases"].push_back(jc);
+  }
+  for (const auto& f : findings) j["findings"].push_back(finding_json(f));
+  return j;
+}
+
+std::string Explanation::to_text() const {
+  std::string out = fmt::format("mpbench explain: speedups over {}\n\n", baseline);
+  for (const auto& c : cases) {
+    const std::string headline = c.precision == baseline ? "the baseline"
+                                 : c.speedup       ? fmt::format("{:.2f}x over {}", *c.speedup, baseline)
+                                                   : fmt::format("no {} case to compare with", baseline);
+    if (c.findings.empty() && !c.decomposition) {
+      out += fmt::format("{}: {}; no rule fired\n", c.id, headline);
+      continue;
+    }
+    out += fmt::format("{}: {}\n", c.id, headline);
+    if (c.decomposition) append_decomposition(out, *c.decomposition);
+    append_findings(out, c.findings, "    ");
+  }
+  if (!findings.empty()) {
+    out += "\nwhole document:\n";
+    append_findings(out, findings, "    ");
+  }
+  return out;
+}
+
+}  // namespace mpbench::profiler

@@ -1,0 +1,68 @@
+#pragma once
+// `mpbench explain`: why a precision mode is (or is not) faster than the baseline. With kernel
+// breakdowns it decomposes the speedup Amdahl-style by category; for microbenchmark documents it
+// reads what each case recorded (cuBLASLt's Tensor Core flag, oneDNN's implementation, datasheet
+// peaks, cast and copy rates). Each rule that fires carries its evidence.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace mpbench::profiler {
+
+struct CategoryShare {
+  std::string category;
+  double baseline_s = 0;
+  double mode_s = 0;
+  double share_of_baseline = 0;  // baseline_s / baseline total
+  double share_of_mode = 0;      // mode_s / mode total
+  std::optional<double> speedup;  // baseline_s / mode_s; none when the mode spent no time here
+  // Time saved here as a fraction of the baseline total; these add up to 1 - 1/total speedup.
+  double contribution = 0;
+  // The total speedup had only this category changed.
+  double speedup_if_only_this = 1;
+};
+
+struct Decomposition {
+  double baseline_s = 0;
+  double mode_s = 0;
+  double speedup = 0;
+  std::vector<CategoryShare> categories;  // by baseline time, largest first
+  std::string limiting_category;          // the largest part of the mode's time
+  double ceiling = 0;  // speedup if everything but the limiting category took no time
+};
+
+// Both maps: seconds per category. Categories missing on one side count as 0 there.
+Decomposition decompose(const std::map<std::string, double>& baseline, const std::map<std::string, double>& mode);
+
+struct Finding {
+  std::string rule;
+  std::string severity;  // "warning": costs speed; "info": context for the numbers
+  std::string message;
+  nlohmann::json evidence = nlohmann::json::object();
+};
+
+struct CaseExplanation {
+  std::string id;  // suite/name/backend/precision
+  std::string precision;
+  std::optional<double> speedup;  // measured, over the baseline
+  std::optional<Decomposition> decomposition;
+  std::vector<Finding> findings;
+};
+
+struct Explanation {
+  std::string baseline;
+  std::vector<CaseExplanation> cases;
+  std::vector<Finding> findings;  // about the document as a whole (casts, ...)
+
+  nlohmann::json to_json() const;
+  std::string to_text() const;
+};
+
+// Throws UsageError when no case ran in the baseline precision, or a breakdown is malformed.
+Explanation explain(const ResultDocument& document, const std::string& baseline = "fp32");
+
+}  // namespace mpbench::profiler

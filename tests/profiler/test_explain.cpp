@@ -1,0 +1,317 @@
+// explain on hand-worked documents (Amdahl arithmetic, each rule firing and not firing) and on a
+// real CPU run made with the built binary.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "../cli/run_mpbench.hpp"
+#include "core/error.hpp"
+#include "core/result.hpp"
+#include "profiler/explain.hpp"
+
+namespace mpbench::profiler {
+namespace {
+
+using nlohmann::json;
+
+json case_json(const std::string& suite, const std::string& name, const std::string& backend,
+               const std::string& precision, double median_s, json details = json::object(), json params = json::object(),
+               json rates = json::object()) {
+  return {{"suite", suite},
+          {"name", name},
+          {"backend", backend},
+          {"precision", precision},
+          {"params", params},
+          {"status", "ok"},
+          {"message", ""},
+          {"metrics",
+           {{"seconds",
+             {{"median", median_s}, {"min", median_s}, {"max", median_s}, {"mean", median_s}, {"stddev", 0.0},
+              {"samples", 3}}}}},
+          {"rates", rates},
+          {"details", details}};
+}
+
+ResultDocument document(json cases, json run = json::object(), json env = json::object()) {
+  return ResultDocument::from_json(
+      {{"schema", kResultSchema}, {"created", "2026-12-02T00:00:00Z"}, {"env", env}, {"run", run},
+       {"cases", cases}, {"speedups", json::array()}});
+}
+
+const CaseExplanation& case_named(const Explanation& e, const std::string& id) {
+  for (const auto& c : e.cases)
+    if (c.id == id) return c;
+  throw std::runtime_error("no explained case " + id);
+}
+
+const Finding* finding(const CaseExplanation& c, const std::string& rule) {
+  for (const auto& f : c.findings)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+const CategoryShare& share(const Decomposition& d, const std::string& category) {
+  for (const auto& c : d.categories)
+    if (c.category == category) return c;
+  throw std::runtime_error("no category " + category);
+}
+
+// Baseline 100 ms = GEMM 80 + other 20; AMP: GEMM 10 + other 20 -> 100/30 = 3.33x.
+TEST(Decompose, HandWorkedAmdahl) {
+  const auto d = decompose({{"gemm", 0.080}, {"other", 0.020}}, {{"gemm", 0.010}, {"other", 0.020}});
+  EXPECT_DOUBLE_EQ(d.baseline_s, 0.100);
+  EXPECT_DOUBLE_EQ(d.mode_s, 0.030);
+  EXPECT_NEAR(d.speedup, 3.3333333, 1e-6);
+  const auto& gemm = share(d, "gemm");
+  EXPECT_DOUBLE_EQ(gemm.share_of_baseline, 0.8);
+  EXPECT_NEAR(*gemm.speedup, 8.0, 1e-12);
+  EXPECT_NEAR(gemm.contribution, 0.7, 1e-12);             // 70 ms of the 100 saved
+  EXPECT_NEAR(gemm.speedup_if_only_this, 0.1 / 0.03, 1e-12);
+  EXPECT_NEAR(gemm.share_of_mode, 1.0 / 3.0, 1e-12);
+  const auto& other = share(d, "other");
+  EXPECT_NEAR(*other.speedup, 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(other.contribution, 0.0);
+  // Contributions add up to 1 - 1/speedup.
+  EXPECT_NEAR(gemm.contribution + other.contribution, 1.0 - 1.0 / d.speedup, 1e-12);
+  EXPECT_EQ(d.limiting_category, "other");
+  EXPECT_NEAR(d.ceiling, 5.0, 1e-12);
+  EXPECT_EQ(d.categories.front().category, "gemm");  // largest baseline time first
+}
+
+TEST(Decompose, CategoriesMissingOnOneSideCountAsZero) {
+  const auto d = decompose({{"gemm", 0.080}}, {{"gemm", 0.010}, {"cast", 0.005}});
+  EXPECT_NEAR(*share(d, "cast").speedup, 0.0, 1e-12);
+  EXPECT_NEAR(share(d, "cast").contribution, -0.0625, 1e-12);  // costs 5 ms of 80
+  EXPECT_EQ(d.limiting_category, "gemm");
+}
+
+TEST(Explain, TransformerBreakdownsFoldGemmsAndNameTheLimit) {
+  // fp32's GEMMs are on CUDA cores and AMP's on Tensor Cores: the decomposition compares GEMM time.
+  const auto doc = document(json::array(
+      {case_json("transformer", "gpt2-tiny", "cuda", "fp32", 0.100,
+                 {{"breakdown", {{"categories", {{"gemm_cuda_core", 0.080}, {"other", 0.020}}}}}}),
+       case_json("transformer", "gpt2-tiny", "cuda", "amp-bf16", 0.030,
+                 {{"breakdown", {{"gemm_tensor_core", 0.010}, {"other", 0.020}}}})}));  // flat form
+  const auto e = explain(doc);
+  const auto& c = case_named(e, "transformer/gpt2-tiny/cuda/amp-bf16");
+  ASSERT_TRUE(c.decomposition);
+  EXPECT_NEAR(*c.speedup, 3.3333333, 1e-6);
+  EXPECT_NEAR(c.decomposition->speedup, 3.3333333, 1e-6);
+  EXPECT_NEAR(*share(*c.decomposition, "gemm").speedup, 8.0, 1e-12);
+  EXPECT_EQ(c.decomposition->limiting_category, "other");
+  EXPECT_FALSE(finding(c, "gemm_not_on_tensor_cores"));
+  const auto text = e.to_text();
+  EXPECT_NE(text.find("limiting: other"), std::string::npos) << text;
+  EXPECT_NE(text.find("3.33x"), std::string::npos) << text;
+  const auto j = e.to_json();
+  EXPECT_EQ(j["cases"][0]["decomposition"]["limiting_category"], "other");
+}
+
+json profiled(json categories, double gaps_s, double region_s, json extra = json::object()) {
+  json details = {{"breakdown", {{"categories", categories}, {"gaps_s", gaps_s}, {"region_s", region_s},
+                                 {"ops", json::object()}, {"kernel_count", 10}, {"top_kernels", json::array()},
+                                 {"unattributed_s", 0.0}}}};
+  details.update(extra);
+  return details;
+}
+
+TEST(Explain, BreakdownRulesFireWithTheirEvidence) {
+  const json slow = {{"gemm_tensor_core", 0.010}, {"gemm_cuda_core", 0.002}, {"cast", 0.004}, {"elementwise", 0.014}};
+  const json clean = {{"gemm_tensor_core", 0.020}, {"elementwise", 0.001}};
+  const auto doc = document(json::array(
+      {case_json("transformer", "t", "cuda", "fp32", 0.1, profiled({{"gemm_cuda_core", 0.09}, {"elementwise", 0.01}}, 0, 0.1)),
+       case_json("transformer", "t", "cuda", "amp-fp16", 0.035,
+                 profiled(slow, 0.005, 0.035, {{"loss_scale", {65536, 32768, 32768, 65536, 32768}}})),
+       case_json("transformer", "t", "cuda", "bf16", 0.021, profiled(clean, 0.0001, 0.021))}));
+  const auto e = explain(doc);
+  const auto& amp = case_named(e, "transformer/t/cuda/amp-fp16");
+  for (const char* rule : {"gemm_not_on_tensor_cores", "cast_overhead", "memory_bound_share", "launch_gaps",
+                           "loss_scale_overflows"})
+    EXPECT_TRUE(finding(amp, rule)) << rule;
+  EXPECT_NEAR(finding(amp, "cast_overhead")->evidence["share"].get<double>(), 0.004 / 0.030, 1e-12);
+  EXPECT_NEAR(finding(amp, "memory_bound_share")->evidence["share"].get<double>(), 0.6, 1e-12);
+  EXPECT_EQ(finding(amp, "loss_scale_overflows")->evidence["overflow_steps"], 2);
+  EXPECT_FALSE(finding(amp, "optimizer_share"));
+  const auto& bf16 = case_named(e, "transformer/t/cuda/bf16");
+  EXPECT_TRUE(bf16.findings.empty()) << bf16.findings.front().rule;
+}
+
+TEST(Explain, GpuGemmsNotOnTensorCoresGetTheirLikelyReason) {
+  const json no_tc = {{"algorithm", {{"tensor_cores", false}, {"algo_id", 3}}}};
+  const json tc = {{"algorithm", {{"tensor_cores", true}}}};
+  auto with_peak = [](json d, double tflops) {
+    d["peak"] = {{"tflops", tflops}};
+    return d;
+  };
+  const json lm_head = {{"m", 8192}, {"n", 50257}, {"k", 768}};
+  const auto doc = document(json::array(
+      {case_json("gemm", "lm_head_50257", "cuda", "fp32", 0.010, no_tc, lm_head),
+       case_json("gemm", "lm_head_50257", "cuda", "bf16", 0.008, no_tc, lm_head),
+       case_json("gemm", "align_4095", "cuda", "tf32", 0.001, no_tc, {{"m", 4096}, {"n", 4096}, {"k", 4095}}),
+       case_json("gemm", "square_4096", "cuda", "fp32", 0.010, with_peak(no_tc, 67)),
+       case_json("gemm", "square_4096", "cuda", "bf16", 0.002, with_peak(tc, 989)),
+       case_json("gemm", "square_2048", "cuda", "fp32", 0.010, with_peak(no_tc, 67)),
+       case_json("gemm", "square_2048", "cuda", "bf16", 0.001, with_peak(tc, 989))}));
+  const auto e = explain(doc);
+  const auto& lm = case_named(e, "gemm/lm_head_50257/cuda/bf16");
+  const auto* f = finding(lm, "gemm_not_on_tensor_cores");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, "warning");
+  EXPECT_NE(f->message.find("n = 50257 not a multiple of 8"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("50304"), std::string::npos) << f->message;
+  const auto* tf32 = finding(case_named(e, "gemm/align_4095/cuda/tf32"), "gemm_not_on_tensor_cores");
+  ASSERT_TRUE(tf32);
+  EXPECT_NE(tf32->message.find("k = 4095 not a multiple of 4"), std::string::npos) << tf32->message;
+  // The fp32 baseline explains itself: pedantic math keeps Tensor Cores off.
+  const auto* pedantic = finding(case_named(e, "gemm/lm_head_50257/cuda/fp32"), "gemm_not_on_tensor_cores");
+  ASSERT_TRUE(pedantic);
+  EXPECT_EQ(pedantic->severity, "info");
+  EXPECT_NE(pedantic->message.find("PEDANTIC"), std::string::npos);
+  // 5x where the peaks allow 989/67 = 14.8x fires; 10x (68% of it) does not.
+  const auto* below = finding(case_named(e, "gemm/square_4096/cuda/bf16"), "below_datasheet_ratio");
+  ASSERT_TRUE(below);
+  EXPECT_NEAR(below->evidence["datasheet_ratio"].get<double>(), 989.0 / 67.0, 1e-9);
+  EXPECT_FALSE(finding(case_named(e, "gemm/square_2048/cuda/bf16"), "below_datasheet_ratio"));
+  EXPECT_FALSE(finding(case_named(e, "gemm/square_2048/cuda/bf16"), "gemm_not_on_tensor_cores"));
+}
+
+TEST(Explain, MemoryBoundGemmsAgainstTheMeasuredRidge) {
+  // Ridge: 600 TFLOP/s over 3000 GB/s = 200 FLOP/byte.
+  auto gemm = [](const std::string& name, double m, double n, double k, double tflops) {
+    const double flops = 2 * m * n * k, bytes = 2 * (m * k + n * k + m * n);
+    return case_json("gemm", name, "cuda", "bf16", flops / (tflops * 1e12), json::object(),
+                     {{"m", m}, {"n", n}, {"k", k}, {"flops", flops}, {"bytes", bytes}}, {{"tflops", tflops}});
+  };
+  const auto doc = document(json::array(
+      {case_json("gemm", "square_4096", "cuda", "fp32", 0.01), gemm("square_4096", 4096, 4096, 4096, 600),
+       case_json("gemm", "skinny", "cuda", "fp32", 0.01), gemm("skinny", 16, 8192, 8192, 20),
+       case_json("bandwidth", "copy/n=1", "cuda", "fp32", 0.001, json::object(), {{"kernel", "copy"}}, {{"gbps", 3000}}),
+       case_json("bandwidth", "h2d_pinned/n=1", "cuda", "fp32", 0.001, json::object(), {{"kernel", "h2d_pinned"}},
+                 {{"gbps", 90000}})}));
+  const auto e = explain(doc);
+  const auto* f = finding(case_named(e, "gemm/skinny/cuda/bf16"), "memory_bound");
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->evidence["ridge_flop_per_byte"].get<double>(), 200.0, 1e-9);  // pinned transfers do not count
+  EXPECT_FALSE(finding(case_named(e, "gemm/square_4096/cuda/bf16"), "memory_bound"));
+}
+
+TEST(Explain, CpuBf16WithoutBf16InTheImplementationHasNoHardwarePath) {
+  auto algo = [](const char* impl) { return json{{"algorithm", {{"implementation", impl}}}}; };
+  const auto doc = document(
+      json::array({case_json("gemm", "square_512", "cpu", "fp32", 0.010, algo("brg:avx512_core")),
+                   case_json("gemm", "square_512", "cpu", "bf16", 0.027, algo("gemm:jit")),
+                   case_json("gemm", "square_1024", "cpu", "fp32", 0.080, algo("brg:avx512_core")),
+                   case_json("gemm", "square_1024", "cpu", "bf16", 0.040, algo("brg:avx512_core_bf16"))}),
+      {{"cpu_isa", "avx512_core"}}, {{"onednn", {{"effective_isa", "avx512_core"}}}});
+  const auto e = explain(doc);
+  const auto& capped = case_named(e, "gemm/square_512/cpu/bf16");
+  const auto* f = finding(capped, "no_bf16_hardware_path");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->evidence["implementation"], "gemm:jit");
+  EXPECT_EQ(f->evidence["cpu_isa"], "avx512_core");
+  EXPECT_NE(f->message.find("--cpu-isa avx512_core"), std::string::npos) << f->message;
+  EXPECT_TRUE(finding(capped, "slower_than_baseline"));
+  const auto& native = case_named(e, "gemm/square_1024/cpu/bf16");
+  EXPECT_TRUE(native.findings.empty());
+  EXPECT_NEAR(*native.speedup, 2.0, 1e-12);
+}
+
+TEST(Explain, CastsSlowerThanHalfACopyAreNamed) {
+  auto cast = [](const std::string& kernel, double pct) {
+    return case_json("cast", kernel + "/n=16", "cpu", "bf16", 0.001, json::object(), {{"kernel", kernel}},
+                     {{"gbps", pct}, {"pct_of_copy", pct}});
+  };
+  const auto doc = document(json::array({case_json("gemm", "g", "cpu", "fp32", 0.01), cast("f32_to_f16", 2.4),
+                                         cast("bf16_to_f32", 48.4), cast("f32_to_bf16", 80), cast("copy", 30)}));
+  const auto e = explain(doc);
+  ASSERT_EQ(e.findings.size(), 2u);
+  EXPECT_EQ(e.findings[0].evidence["case"], "cast/f32_to_f16/n=16/cpu/bf16");
+  EXPECT_EQ(e.findings[1].evidence["case"], "cast/bf16_to_f32/n=16/cpu/bf16");
+  EXPECT_NE(e.to_text().find("whole document"), std::string::npos);
+}
+
+TEST(Explain, StreamKernelsAgainstTheBytesRatio) {
+  auto stream = [](const std::string& precision, double s) {
+    return case_json("bandwidth", "scale/n=1", "cpu", precision, s, json::object(), {{"kernel", "scale"}});
+  };
+  auto copy = [](const std::string& precision, double s) {
+    return case_json("bandwidth", "copy/n=1", "cpu", precision, s, json::object(), {{"kernel", "copy"}});
+  };
+  auto triad = [](const std::string& precision, double s) {
+    return case_json("bandwidth", "triad/n=1", "cpu", precision, s, json::object(), {{"kernel", "triad"}});
+  };
+  const auto doc = document(json::array({stream("fp32", 1.0), stream("fp16", 10.0), copy("fp32", 1.0),
+                                         copy("bf16", 0.2), triad("fp32", 1.0), triad("bf16", 0.55)}));
+  const auto e = explain(doc);
+  EXPECT_TRUE(finding(case_named(e, "bandwidth/scale/n=1/cpu/fp16"), "conversion_bound"));
+  EXPECT_TRUE(finding(case_named(e, "bandwidth/copy/n=1/cpu/bf16"), "cache_effect"));
+  const auto& triad_bf16 = case_named(e, "bandwidth/triad/n=1/cpu/bf16");
+  EXPECT_TRUE(finding(triad_bf16, "memory_bound"));
+  EXPECT_FALSE(finding(triad_bf16, "conversion_bound"));
+  EXPECT_FALSE(finding(triad_bf16, "cache_effect"));
+}
+
+TEST(Explain, MalformedInputIsAUsageError) {
+  const auto no_baseline = document(json::array({case_json("gemm", "g", "cpu", "bf16", 0.01)}));
+  EXPECT_THROW(explain(no_baseline), UsageError);
+  EXPECT_NO_THROW(explain(no_baseline, "bf16"));
+  const auto bad = document(json::array({case_json("t", "t", "cuda", "fp32", 0.1, {{"breakdown", "fast"}}),
+                                         case_json("t", "t", "cuda", "bf16", 0.1, {{"breakdown", {{"gemm", 1}}}})}));
+  EXPECT_THROW(explain(bad), UsageError);
+  const auto negative = document(json::array({case_json("t", "t", "cuda", "fp32", 0.1, {{"breakdown", {{"gemm", 1}}}}),
+                                              case_json("t", "t", "cuda", "bf16", 0.1, {{"breakdown", {{"gemm", -1}}}})}));
+  EXPECT_THROW(explain(negative), UsageError);
+}
+
+class ExplainCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::filesystem::temp_directory_path() /
+              ("mpbench-explain-" + std::to_string(::getpid()) + "-" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(folder_);
+  }
+  void TearDown() override { std::filesystem::remove_all(folder_); }
+  std::filesystem::path folder_;
+};
+
+TEST_F(ExplainCli, ExplainsARealCpuRun) {
+  using mpbench::testing::run_mpbench;
+  const auto out = folder_ / "r.json";
+  const auto run = run_mpbench({"run", "--suite", "gemm", "--device", "cpu", "--quick", "--precision", "fp32,bf16",
+                                "--filter", "square_512/", "--cpu-isa", "avx512_core", "--out", out.string()},
+                               folder_);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const ResultDocument doc = load_result(out);
+  const auto bf16 = std::find_if(doc.cases.begin(), doc.cases.end(), [](const CaseResult& c) { return c.precision == "bf16"; });
+  ASSERT_NE(bf16, doc.cases.end());
+  const auto impl = bf16->details["algorithm"]["implementation"].get<std::string>();
+
+  const auto text = run_mpbench({"explain", out.string()}, folder_);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("gemm/square_512/cpu/bf16"), std::string::npos) << text.out;
+  const auto as_json = run_mpbench({"explain", out.string(), "--json"}, folder_);
+  ASSERT_EQ(as_json.status, 0) << as_json.err;
+  const auto j = json::parse(as_json.out);
+  ASSERT_EQ(j["cases"].size(), 1u);
+  EXPECT_NEAR(j["cases"][0]["speedup"].get<double>(), doc.speedups.at(0).value, 1e-12);
+  bool no_hw_path = false;
+  for (const auto& f : j["cases"][0]["findings"]) no_hw_path |= f["rule"] == "no_bf16_hardware_path";
+  EXPECT_EQ(no_hw_path, impl.find("bf16") == std::string::npos) << impl;
+}
+
+TEST_F(ExplainCli, BadDocumentsExitWithStatus2AndOneLine) {
+  using mpbench::testing::run_mpbench;
+  const auto broken = folder_ / "broken.json";
+  std::ofstream(broken) << "{\"schema\": \"mpbench.result/1\", \"cases\": 3}";
+  for (const auto& args : {std::vector<std::string>{"explain", broken.string()},
+                           std::vector<std::string>{"explain", (folder_ / "missing.json").string()}}) {
+    const auto r = run_mpbench(args, folder_);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_EQ(mpbench::testing::count_lines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("mpbench: error: ", 0), 0u) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace mpbench::profiler
