@@ -1,0 +1,231 @@
+#include "profiler/cupti_collector.hpp"
+
+#include <cuda.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <utility>
+
+namespace mpbench::profiler {
+
+namespace {
+
+// The newest record layouts the headers provide (13.0: Kernel10, Memcpy6; 12.x: Kernel9, Memcpy5),
+// chosen as Kineto does.
+#if CUDA_VERSION >= 13000
+using KernelActivity = CUpti_ActivityKernel10;
+using MemcpyActivity = CUpti_ActivityMemcpy6;
+#else
+using KernelActivity = CUpti_ActivityKernel9;
+using MemcpyActivity = CUpti_ActivityMemcpy5;
+#endif
+using MemsetActivity = CUpti_ActivityMemset4;
+
+constexpr std::size_t kBufferBytes = 8 << 20;  // CUPTI recommends 1-10 MB
+constexpr std::size_t kBufferAlign = 8;
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+constexpr auto kExternalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+
+// The CUPTI functions mpbench calls, resolved from libcupti at run time.
+struct Cupti {
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityDisable) disable = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) dropped = nullptr;
+  decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
+  decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
+  decltype(&cuptiGetTimestamp) timestamp = nullptr;
+  decltype(&cuptiGetCallbackName) callback_name = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+};
+
+template <typename F>
+void resolve(void* library, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(library, name));
+  if (!out) throw CuptiUnavailable(fmt::format("libcupti has no {}: it is older than this mpbench expects", name));
+}
+
+// Loaded once and never closed: closing CUPTI 13.0-13.1 crashes at exit (PAPI PR #594).
+const Cupti& cupti() {
+  static const Cupti loaded = [] {
+    void* library = nullptr;
+    for (const char* name : {"libcupti.so.13", "libcupti.so"})
+      if ((library = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    if (!library)
+      throw CuptiUnavailable("libcupti was not found: add the CUDA toolkit's lib64 (or the nvidia-cuda-cupti wheel's "
+                             "lib folder) to LD_LIBRARY_PATH");
+    Cupti c;
+    resolve(library, "cuptiActivityRegisterCallbacks", c.register_callbacks);
+    resolve(library, "cuptiActivityEnable", c.enable);
+    resolve(library, "cuptiActivityDisable", c.disable);
+    resolve(library, "cuptiActivityFlushAll", c.flush_all);
+    resolve(library, "cuptiActivityGetNextRecord", c.next_record);
+    resolve(library, "cuptiActivityGetNumDroppedRecords", c.dropped);
+    resolve(library, "cuptiActivityPushExternalCorrelationId", c.push_external);
+    resolve(library, "cuptiActivityPopExternalCorrelationId", c.pop_external);
+    resolve(library, "cuptiGetTimestamp", c.timestamp);
+    resolve(library, "cuptiGetCallbackName", c.callback_name);
+    resolve(library, "cuptiGetResultString", c.result_string);
+    return c;
+  }();
+  return loaded;
+}
+
+std::string result_text(CUptiResult r) {
+  const char* text = nullptr;
+  if (cupti().result_string(r, &text) != CUPTI_SUCCESS || !text) return fmt::format("CUPTI error {}", static_cast<int>(r));
+  return text;
+}
+
+void check(CUptiResult r, const char* call) {
+  if (r == CUPTI_SUCCESS) return;
+  std::string hint;
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    hint = ": another profiler (Nsight Systems, Nsight Compute, compute-sanitizer) is attached";
+  else if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+    hint = ": profiling is restricted to admin users on this machine (NVreg_RestrictProfilingToAdminUsers)";
+  throw CuptiUnavailable(fmt::format("{} failed: {}{}", call, result_text(r), hint));
+}
+
+// Records land here from CUPTI's completion callback, which may run on CUPTI's own thread.
+std::mutex collected_mutex;
+Trace collected;
+bool collector_running = false;
+
+std::string runtime_api_name(CUpti_CallbackId cbid) {
+  const char* name = nullptr;
+  if (cupti().callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name) return name;
+  return fmt::format("runtime API {}", cbid);
+}
+
+CopyKind copy_kind(std::uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return CopyKind::host_to_device;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return CopyKind::device_to_host;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return CopyKind::device_to_device;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return CopyKind::host_to_host;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return CopyKind::peer;
+    default: return CopyKind::other;
+  }
+}
+
+KernelRecord to_kernel(const KernelActivity& k) {
+  KernelRecord r;
+  r.name = k.name ? k.name : "";
+  r.time = {k.start, k.end};
+  r.where = {k.deviceId, k.streamId, k.correlationId};
+  r.grid = {static_cast<std::uint32_t>(k.gridX), static_cast<std::uint32_t>(k.gridY), static_cast<std::uint32_t>(k.gridZ)};
+  r.block = {static_cast<std::uint32_t>(k.blockX), static_cast<std::uint32_t>(k.blockY),
+             static_cast<std::uint32_t>(k.blockZ)};
+  r.registers_per_thread = k.registersPerThread;
+  r.shared_memory_bytes = static_cast<std::uint32_t>(k.staticSharedMemory + k.dynamicSharedMemory);
+  return r;
+}
+
+// Called with collected_mutex held.
+void add_record(const CUpti_Activity* record) {
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+      collected.kernels.push_back(to_kernel(*reinterpret_cast<const KernelActivity*>(record)));
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto& m = *reinterpret_cast<const MemcpyActivity*>(record);
+      collected.memcpys.push_back({copy_kind(m.copyKind), m.bytes, {m.start, m.end}, {m.deviceId, m.streamId, m.correlationId}});
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto& m = *reinterpret_cast<const MemsetActivity*>(record);
+      collected.memsets.push_back({m.bytes, {m.start, m.end}, {m.deviceId, m.streamId, m.correlationId}});
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME: {
+      const auto& a = *reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      collected.api_calls.push_back({runtime_api_name(a.cbid), {a.start, a.end}, a.threadId, a.correlationId});
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto& e = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      if (e.externalKind == kExternalKind) collected.external_correlations.push_back({e.externalId, e.correlationId});
+      break;
+    }
+    default: break;
+  }
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;  // as many as fit
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid_bytes) {
+  {
+    std::lock_guard lock(collected_mutex);
+    CUpti_Activity* record = nullptr;
+    while (cupti().next_record(buffer, valid_bytes, &record) == CUPTI_SUCCESS) add_record(record);
+  }
+  std::free(buffer);
+}
+
+}  // namespace
+
+CuptiCollector::CuptiCollector() {
+  const Cupti& c = cupti();
+  {
+    std::lock_guard lock(collected_mutex);
+    if (collector_running) throw CuptiUnavailable("a CUPTI collector is already running in this process");
+    collected = Trace{};
+    collected.process_id = static_cast<std::uint64_t>(::getpid());
+  }
+  check(c.register_callbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
+  for (std::size_t i = 0; i < std::size(kKinds); ++i) {
+    if (const CUptiResult r = c.enable(kKinds[i]); r != CUPTI_SUCCESS) {
+      for (std::size_t j = 0; j < i; ++j) c.disable(kKinds[j]);
+      check(r, "cuptiActivityEnable");
+    }
+  }
+  std::lock_guard lock(collected_mutex);
+  collector_running = running_ = true;
+}
+
+CuptiCollector::~CuptiCollector() {
+  if (running_) stop();
+}
+
+Trace CuptiCollector::stop() {
+  if (!running_) return {};
+  const Cupti& c = cupti();
+  for (auto kind : kKinds) c.disable(kind);
+  c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  size_t dropped = 0;
+  if (c.dropped(nullptr, 0, &dropped) == CUPTI_SUCCESS) dropped_ = dropped;
+  std::lock_guard lock(collected_mutex);
+  collector_running = running_ = false;
+  return std::exchange(collected, Trace{});
+}
+
+void CuptiCollector::push_external_id(std::uint64_t id) {
+  check(cupti().push_external(kExternalKind, id), "cuptiActivityPushExternalCorrelationId");
+}
+
+void CuptiCollector::pop_external_id() {
+  std::uint64_t last = 0;
+  check(cupti().pop_external(kExternalKind, &last), "cuptiActivityPopExternalCorrelationId");
+}
+
+std::uint64_t CuptiCollector::timestamp_ns() const {
+  std::uint64_t t = 0;
+  cupti().timestamp(&t);
+  return t;
+}
+
+}  // namespace mpbench::profiler

@@ -1,0 +1,45 @@
+#pragma once
+// Collects CUPTI activity records (concurrent kernels, memcpy, memset, runtime API calls,
+// external correlations) into a Trace. libcupti is loaded with dlopen, so mpbench links no CUPTI
+// and runs where it is missing; every failure is a CuptiUnavailable naming the cause, and the
+// caller goes on unprofiled. Not wired into `mpbench run` yet.
+#include <cstdint>
+#include <stdexcept>
+
+#include "profiler/activity.hpp"
+
+namespace mpbench::profiler {
+
+class CuptiUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One at a time per process: CUPTI delivers records to process-wide callbacks.
+class CuptiCollector {
+ public:
+  // Loads CUPTI and enables the activity kinds. Throws CuptiUnavailable (no libcupti, built
+  // without CUDA, another profiler attached, no permission, a collector already running).
+  CuptiCollector();
+  ~CuptiCollector();
+  CuptiCollector(const CuptiCollector&) = delete;
+  CuptiCollector& operator=(const CuptiCollector&) = delete;
+
+  // Flushes and returns the records. Synchronize the device first: CUPTI's flush does not, and
+  // kernels still running would have no end time.
+  Trace stop();
+  // Records CUPTI dropped for lack of buffer space, known after stop().
+  std::uint64_t dropped_records() const { return dropped_; }
+
+  // API calls made on this thread while an id is pushed are tied to it (RangeRecord::external_id).
+  void push_external_id(std::uint64_t id);
+  void pop_external_id();
+  // CUPTI's clock, the one its records use: for timing host ranges beside them.
+  std::uint64_t timestamp_ns() const;
+
+ private:
+  bool running_ = false;
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace mpbench::profiler

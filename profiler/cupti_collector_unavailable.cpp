@@ -1,0 +1,15 @@
+// Builds without a CUDA toolkit have no CUPTI headers: the collector only says so.
+#include "profiler/cupti_collector.hpp"
+
+namespace mpbench::profiler {
+
+CuptiCollector::CuptiCollector() {
+  throw CuptiUnavailable("this mpbench was built without CUDA, so it cannot profile with CUPTI");
+}
+CuptiCollector::~CuptiCollector() = default;
+Trace CuptiCollector::stop() { return {}; }
+void CuptiCollector::push_external_id(std::uint64_t) {}
+void CuptiCollector::pop_external_id() {}
+std::uint64_t CuptiCollector::timestamp_ns() const { return 0; }
+
+}  // namespace mpbench::profiler
