@@ -118,6 +118,20 @@ float element_as_float(const DeviceBuffer& buffer, std::size_t i) {
   return NAN;
 }
 
+void check_stream_buffers(const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c) {
+  if (a.dtype() != c.dtype() || b.dtype() != c.dtype() || a.count() > c.count() || a.count() > b.count())
+    throw UsageError("stream kernels take three buffers of one dtype and size");
+}
+
+void check_cast_buffers(CastKind kind, const CastArgs& args) {
+  const DeviceBuffer& src = *args.source;
+  const DeviceBuffer& dst = *args.destination;
+  if (src.dtype() != cast_source_type(kind) || dst.dtype() != cast_destination_type(kind) ||
+      dst.count() < src.count())
+    throw UsageError(fmt::format("{} needs a {} source and a {} destination of its size", cast_kind_name(kind),
+                                 dtype_name(cast_source_type(kind)), dtype_name(cast_destination_type(kind))));
+}
+
 ReferenceBackend::ReferenceBackend() : ReferenceBackend(false) {
   info_.backend = "reference";
   info_.name = "reference loops on " + info_.name;
@@ -188,8 +202,7 @@ void ReferenceBackend::stream(StreamKernel kernel, const DeviceBuffer& a, const 
     *static_cast<float*>(c.data()) = static_cast<float>(sum);
     return;
   }
-  if (a.dtype() != c.dtype() || b.dtype() != c.dtype() || a.count() > c.count() || a.count() > b.count())
-    throw UsageError("stream kernels take three buffers of one dtype and size");
+  check_stream_buffers(a, b, c);
   host::with_typed(c, [&](auto* out) {
     using T = std::remove_pointer_t<decltype(out)>;
     const T* x = static_cast<const T*>(a.data());
@@ -212,12 +225,9 @@ void ReferenceBackend::stream(StreamKernel kernel, const DeviceBuffer& a, const 
 }
 
 void ReferenceBackend::cast(CastKind kind, const CastArgs& args) {
+  check_cast_buffers(kind, args);
   const DeviceBuffer& src = *args.source;
   DeviceBuffer& dst = *args.destination;
-  if (src.dtype() != cast_source_type(kind) || dst.dtype() != cast_destination_type(kind) ||
-      dst.count() < src.count())
-    throw UsageError(fmt::format("{} needs a {} source and a {} destination of its size", cast_kind_name(kind),
-                                 dtype_name(cast_source_type(kind)), dtype_name(cast_destination_type(kind))));
   const std::size_t n = src.count();
   const float* x = static_cast<const float*>(src.data());
   switch (kind) {
