@@ -4,8 +4,10 @@
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <stdexcept>
 #include <utility>
 
+#include "backends/cpu/vector_loops.hpp"
 #include "backends/reference/reference_backend.hpp"
 #include "core/error.hpp"
 
@@ -81,6 +83,71 @@ class OneDnnMatmul : public PreparedOp {
   std::unordered_map<int, dnnl::memory> arguments_;
 };
 
+// fp16/bf16 through the reference's scalar conversions would measure conversion, not memory; where
+// the CPU has AVX2, FMA and F16C, vector_loops.hpp computes the same bits at memory speed. fp32
+// stays on the reference loops.
+#if MPBENCH_HAVE_AVX2_LOOPS
+bool cpu_has_vector_loops() {
+  static const bool kHas =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return kHas;
+}
+
+avx2::StreamOp vector_op(StreamKernel kernel) {
+  switch (kernel) {
+    case StreamKernel::copy: return avx2::StreamOp::copy;
+    case StreamKernel::scale: return avx2::StreamOp::scale;
+    case StreamKernel::add: return avx2::StreamOp::add;
+    case StreamKernel::triad: return avx2::StreamOp::triad;
+    case StreamKernel::dot: break;
+  }
+  throw std::logic_error("dot is not an element-wise stream kernel");
+}
+
+// False when the vector loops do not apply and the reference's loops should run.
+bool vector_stream(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c, float scalar) {
+  const DType type = a.dtype();
+  if (!cpu_has_vector_loops() || (type != DType::f16 && type != DType::bf16)) return false;
+  const auto* x = static_cast<const std::uint16_t*>(a.data());
+  const auto* y = static_cast<const std::uint16_t*>(b.data());
+  if (kernel == StreamKernel::dot) {
+    if (b.dtype() != type) return false;  // the reference decodes each input by its own dtype
+    const double sum = type == DType::f16 ? avx2::dot_f16(x, y, a.count()) : avx2::dot_bf16(x, y, a.count());
+    *static_cast<float*>(c.data()) = static_cast<float>(sum);
+    return true;
+  }
+  reference::check_stream_buffers(a, b, c);
+  auto* z = static_cast<std::uint16_t*>(c.data());
+  const auto loop = type == DType::f16 ? avx2::stream_f16 : avx2::stream_bf16;
+  loop(vector_op(kernel), x, y, z, scalar, a.count());
+  return true;
+}
+
+template <typename In, typename Out>
+void run_cast(void (*loop)(const In*, Out*, std::size_t), CastKind kind, const CastArgs& args) {
+  reference::check_cast_buffers(kind, args);
+  loop(static_cast<const In*>(args.source->data()), static_cast<Out*>(args.destination->data()), args.source->count());
+}
+
+// False when the vector loops do not apply and the reference's loops should run.
+bool vector_cast(CastKind kind, const CastArgs& args) {
+  if (!cpu_has_vector_loops()) return false;
+  switch (kind) {
+    case CastKind::f32_to_f16: run_cast(avx2::f32_to_f16, kind, args); return true;
+    case CastKind::f32_to_bf16: run_cast(avx2::f32_to_bf16, kind, args); return true;
+    case CastKind::f16_to_f32: run_cast(avx2::f16_to_f32, kind, args); return true;
+    case CastKind::bf16_to_f32: run_cast(avx2::bf16_to_f32, kind, args); return true;
+    case CastKind::f32_to_e4m3_scaled:
+    case CastKind::f32_to_bf16_stochastic: return false;
+  }
+  return false;
+}
+#else
+bool cpu_has_vector_loops() { return false; }
+bool vector_stream(StreamKernel, const DeviceBuffer&, const DeviceBuffer&, DeviceBuffer&, float) { return false; }
+bool vector_cast(CastKind, const CastArgs&) { return false; }
+#endif
+
 class CpuBackend : public reference::ReferenceBackend {
  public:
   CpuBackend() : ReferenceBackend(true), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
@@ -110,6 +177,15 @@ class CpuBackend : public reference::ReferenceBackend {
     }
   }
 
+  void stream(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c,
+              float scalar) override {
+    if (!vector_stream(kernel, a, b, c, scalar)) ReferenceBackend::stream(kernel, a, b, c, scalar);
+  }
+
+  void cast(CastKind kind, const CastArgs& args) override {
+    if (!vector_cast(kind, args)) ReferenceBackend::cast(kind, args);
+  }
+
   nlohmann::json environment() const override {
     const dnnl_version_t* v = dnnl_version();
     return {{"onednn",
@@ -118,6 +194,7 @@ class CpuBackend : public reference::ReferenceBackend {
               {"cpu_runtime", v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other"},
               {"effective_isa", effective_isa_name()},
               {"max_isa_env", std::getenv("DNNL_MAX_CPU_ISA") ? std::getenv("DNNL_MAX_CPU_ISA") : ""}}},
+            {"element_loops", cpu_has_vector_loops() ? "avx2+f16c" : "scalar"},
             {"threads", omp_get_max_threads()}};
   }
 

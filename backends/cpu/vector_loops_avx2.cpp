@@ -1,0 +1,187 @@
+// The loops of vector_loops.hpp, the one file built with -mavx2 -mfma -mf16c. It includes no header
+// with inline or template code that other files instantiate too (amp/formats.hpp, the standard
+// library's algorithms): the linker keeps one copy of such code for the whole program and could
+// pick this file's AVX2 build, which would crash CPUs without AVX2. Hence the conversions below
+// restate amp/formats.hpp's rounding rather than call it; the conformance tests hold them equal.
+#include "backends/cpu/vector_loops.hpp"
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace mpbench::cpu::avx2 {
+
+namespace {
+
+constexpr std::size_t kLanes = 8;  // fp32 values in a __m256
+
+// F16C converts both ways with amp/formats.hpp's rounding: nearest even, subnormals kept, NaN
+// quieted with its sign and top payload bits (tests/amp/test_formats.cpp checks every input).
+struct Fp16 {
+  static __m256 widen(__m128i h) { return _mm256_cvtph_ps(h); }
+  static __m128i narrow(__m256 x) { return _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+};
+
+// Eight 32-bit values below 2^16 as eight 16-bit values, in order: packus packs within each
+// 128-bit half, so the permute gathers the two halves' results into the low 128 bits.
+__m128i pack_low_halves(__m256i v) {
+  const __m256i packed = _mm256_packus_epi32(v, v);
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0b10'00'10'00));
+}
+
+// bf16 is the top half of fp32. Narrowing is amp/formats.hpp's f32_to_bf16_bits: round to nearest
+// even by one add on the bit pattern; a NaN keeps its sign and top payload bits and turns quiet.
+struct Bf16 {
+  static __m256 widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+  static __m128i narrow(__m256 x) {
+    const __m256i bits = _mm256_castps_si256(x);
+    const __m256i high = _mm256_srli_epi32(bits, 16);
+    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), _mm256_and_si256(high, _mm256_set1_epi32(1)));
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, bias), 16);
+    // |bits| fits in 31 bits, so the signed compare is the unsigned one.
+    const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i is_nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
+    const __m256i quiet_nan = _mm256_or_si256(high, _mm256_set1_epi32(0x0040));
+    return pack_low_halves(_mm256_blendv_epi8(rounded, quiet_nan, is_nan));
+  }
+};
+
+__m128i load_bits(const std::uint16_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+void store_bits(std::uint16_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
+
+template <typename Format>
+__m256 load8(const std::uint16_t* p) { return Format::widen(load_bits(p)); }
+
+template <typename Format>
+void store8(std::uint16_t* p, __m256 x) { store_bits(p, Format::narrow(x)); }
+
+// kernel(a + i, b + i, c + i) for i = 0, 8, 16, ... on all cores. The last n % 8 elements go
+// through zero-padded copies on the stack, so the vector code never reads or writes past the
+// buffers and no scalar conversion is needed.
+template <typename In, typename Out, typename Kernel>
+void for_each_octet(const In* a, const In* b, Out* c, std::size_t n, Kernel kernel) {
+  const std::size_t octets = n / kLanes;
+#pragma omp parallel for schedule(static)
+  for (std::size_t v = 0; v < octets; ++v) kernel(a + v * kLanes, b + v * kLanes, c + v * kLanes);
+  const std::size_t done = octets * kLanes, rest = n - done;
+  if (rest == 0) return;
+  In a_tail[kLanes] = {}, b_tail[kLanes] = {};
+  Out c_tail[kLanes];
+  std::memcpy(a_tail, a + done, rest * sizeof(In));
+  std::memcpy(b_tail, b + done, rest * sizeof(In));
+  kernel(a_tail, b_tail, c_tail);
+  std::memcpy(c + done, c_tail, rest * sizeof(Out));
+}
+
+// destination[i] = convert(source[i]), eight at a time.
+template <typename In, typename Out, typename Convert>
+void map_octets(const In* source, Out* destination, std::size_t n, Convert convert) {
+  for_each_octet(source, source, destination, n, [convert](const In* x, const In*, Out* y) { convert(x, y); });
+}
+
+template <typename Format>
+void stream(StreamOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, float s, std::size_t n) {
+  using Bits = std::uint16_t;
+  const __m256 scalar = _mm256_set1_ps(s);
+  switch (op) {
+    case StreamOp::copy:  // the bits as they are, as the reference copies (no NaN quieting)
+      return for_each_octet(a, b, c, n, [](const Bits* x, const Bits*, Bits* z) { store_bits(z, load_bits(x)); });
+    case StreamOp::scale:
+      return for_each_octet(a, b, c, n, [scalar](const Bits* x, const Bits*, Bits* z) {
+        store8<Format>(z, _mm256_mul_ps(scalar, load8<Format>(x)));
+      });
+    case StreamOp::add:
+      return for_each_octet(a, b, c, n, [](const Bits* x, const Bits* y, Bits* z) {
+        store8<Format>(z, _mm256_add_ps(load8<Format>(x), load8<Format>(y)));
+      });
+    case StreamOp::triad:  // fmaf(s, b, a): the same single rounding
+      return for_each_octet(a, b, c, n, [scalar](const Bits* x, const Bits* y, Bits* z) {
+        store8<Format>(z, _mm256_fmadd_ps(scalar, load8<Format>(y), load8<Format>(x)));
+      });
+  }
+}
+
+// The low and high four lanes of x in double, exactly.
+__m256d low_lanes(__m256 x) { return _mm256_cvtps_pd(_mm256_castps256_ps128(x)); }
+__m256d high_lanes(__m256 x) { return _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)); }
+
+// Partial sums of a dot product in double, two chains so consecutive FMAs need not wait.
+struct DoubleSums {
+  __m256d low = _mm256_setzero_pd();
+  __m256d high = _mm256_setzero_pd();
+
+  // Products of fp16/bf16 values are exact in double: only the sums round.
+  void add_products(__m256 x, __m256 y) {
+    low = _mm256_fmadd_pd(low_lanes(x), low_lanes(y), low);
+    high = _mm256_fmadd_pd(high_lanes(x), high_lanes(y), high);
+  }
+  double total() const {
+    const __m256d both = _mm256_add_pd(low, high);
+    const __m128d pair = _mm_add_pd(_mm256_castpd256_pd128(both), _mm256_extractf128_pd(both, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
+  }
+};
+
+template <typename Format>
+double dot(const std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
+  const std::size_t octets = n / kLanes;
+  double sum = 0;
+#pragma omp parallel reduction(+ : sum)
+  {
+    DoubleSums sums;
+#pragma omp for schedule(static)
+    for (std::size_t v = 0; v < octets; ++v)
+      sums.add_products(load8<Format>(a + v * kLanes), load8<Format>(b + v * kLanes));
+    sum += sums.total();
+  }
+  const std::size_t done = octets * kLanes, rest = n - done;
+  if (rest == 0) return sum;
+  std::uint16_t a_tail[kLanes] = {}, b_tail[kLanes] = {};  // zero pads add nothing
+  std::memcpy(a_tail, a + done, rest * sizeof a_tail[0]);
+  std::memcpy(b_tail, b + done, rest * sizeof b_tail[0]);
+  DoubleSums tail;
+  tail.add_products(load8<Format>(a_tail), load8<Format>(b_tail));
+  return sum + tail.total();
+}
+
+template <typename Format>
+void narrow(const float* source, std::uint16_t* destination, std::size_t n) {
+  map_octets(source, destination, n, [](const float* x, std::uint16_t* y) { store8<Format>(y, _mm256_loadu_ps(x)); });
+}
+
+template <typename Format>
+void widen(const std::uint16_t* source, float* destination, std::size_t n) {
+  map_octets(source, destination, n, [](const std::uint16_t* x, float* y) { _mm256_storeu_ps(y, load8<Format>(x)); });
+}
+
+}  // namespace
+
+void stream_f16(StreamOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, float s,
+                std::size_t n) {
+  stream<Fp16>(op, a, b, c, s, n);
+}
+
+void stream_bf16(StreamOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, float s,
+                 std::size_t n) {
+  stream<Bf16>(op, a, b, c, s, n);
+}
+
+double dot_f16(const std::uint16_t* a, const std::uint16_t* b, std::size_t n) { return dot<Fp16>(a, b, n); }
+double dot_bf16(const std::uint16_t* a, const std::uint16_t* b, std::size_t n) { return dot<Bf16>(a, b, n); }
+
+void f32_to_f16(const float* source, std::uint16_t* destination, std::size_t n) {
+  narrow<Fp16>(source, destination, n);
+}
+void f32_to_bf16(const float* source, std::uint16_t* destination, std::size_t n) {
+  narrow<Bf16>(source, destination, n);
+}
+void f16_to_f32(const std::uint16_t* source, float* destination, std::size_t n) {
+  widen<Fp16>(source, destination, n);
+}
+void bf16_to_f32(const std::uint16_t* source, float* destination, std::size_t n) {
+  widen<Bf16>(source, destination, n);
+}
+
+}  // namespace mpbench::cpu::avx2
