@@ -83,9 +83,9 @@ class OneDnnMatmul : public PreparedOp {
   std::unordered_map<int, dnnl::memory> arguments_;
 };
 
-// fp16/bf16 through the reference's scalar conversions would measure conversion, not memory; where
-// the CPU has AVX2, FMA and F16C, vector_loops.hpp computes the same bits at memory speed. fp32
-// stays on the reference loops.
+// fp16/bf16 through the reference's scalar conversions would measure conversion, not memory, and
+// fp32 triad a call to fmaf per element; where the CPU has AVX2, FMA and F16C, vector_loops.hpp
+// computes the same bits at memory speed.
 #if MPBENCH_HAVE_AVX2_LOOPS
 bool cpu_has_vector_loops() {
   static const bool kHas =
@@ -107,19 +107,29 @@ avx2::StreamOp vector_op(StreamKernel kernel) {
 // False when the vector loops do not apply and the reference's loops should run.
 bool vector_stream(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c, float scalar) {
   const DType type = a.dtype();
-  if (!cpu_has_vector_loops() || (type != DType::f16 && type != DType::bf16)) return false;
-  const auto* x = static_cast<const std::uint16_t*>(a.data());
-  const auto* y = static_cast<const std::uint16_t*>(b.data());
+  if (!cpu_has_vector_loops() || (type != DType::f32 && type != DType::f16 && type != DType::bf16)) return false;
   if (kernel == StreamKernel::dot) {
     if (b.dtype() != type) return false;  // the reference decodes each input by its own dtype
-    const double sum = type == DType::f16 ? avx2::dot_f16(x, y, a.count()) : avx2::dot_bf16(x, y, a.count());
+    const std::size_t n = a.count();
+    double sum = 0;
+    if (type == DType::f32) sum = avx2::dot_f32(static_cast<const float*>(a.data()), static_cast<const float*>(b.data()), n);
+    else {
+      const auto* x = static_cast<const std::uint16_t*>(a.data());
+      const auto* y = static_cast<const std::uint16_t*>(b.data());
+      sum = type == DType::f16 ? avx2::dot_f16(x, y, n) : avx2::dot_bf16(x, y, n);
+    }
     *static_cast<float*>(c.data()) = static_cast<float>(sum);
     return true;
   }
   reference::check_stream_buffers(a, b, c);
-  auto* z = static_cast<std::uint16_t*>(c.data());
+  if (type == DType::f32) {
+    avx2::stream_f32(vector_op(kernel), static_cast<const float*>(a.data()), static_cast<const float*>(b.data()),
+                     static_cast<float*>(c.data()), scalar, a.count());
+    return true;
+  }
   const auto loop = type == DType::f16 ? avx2::stream_f16 : avx2::stream_bf16;
-  loop(vector_op(kernel), x, y, z, scalar, a.count());
+  loop(vector_op(kernel), static_cast<const std::uint16_t*>(a.data()), static_cast<const std::uint16_t*>(b.data()),
+       static_cast<std::uint16_t*>(c.data()), scalar, a.count());
   return true;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Stream kernels and casts on fp16/bf16 buffers with AVX2, FMA and F16C, on all cores; the same
+// Stream kernels and casts on fp32/fp16/bf16 buffers with AVX2, FMA and F16C, on all cores; the same
 // bits as the reference loops (math in fp32, one rounding to the storage type). Defined in
 // vector_loops_avx2.cpp, the only file built with those instruction sets: call these only after
 // checking the CPU has them. Plain declarations only, so no inline code of this header can be
@@ -13,12 +13,14 @@ namespace mpbench::cpu::avx2 {
 // triad c = fma(s, b, a).
 enum class StreamOp { copy, scale, add, triad };
 
+void stream_f32(StreamOp op, const float* a, const float* b, float* c, float s, std::size_t n);
 void stream_f16(StreamOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, float s,
                 std::size_t n);
 void stream_bf16(StreamOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, float s,
                  std::size_t n);
 
 // Sum of a[i] * b[i] accumulated in double.
+double dot_f32(const float* a, const float* b, std::size_t n);
 double dot_f16(const std::uint16_t* a, const std::uint16_t* b, std::size_t n);
 double dot_bf16(const std::uint16_t* a, const std::uint16_t* b, std::size_t n);
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace mpbench::cpu::avx2 {
 
@@ -20,6 +21,7 @@ constexpr std::size_t kLanes = 8;  // fp32 values in a __m256
 // F16C converts both ways with amp/formats.hpp's rounding: nearest even, subnormals kept, NaN
 // quieted with its sign and top payload bits (tests/amp/test_formats.cpp checks every input).
 struct Fp16 {
+  using Element = std::uint16_t;
   static __m256 widen(__m128i h) { return _mm256_cvtph_ps(h); }
   static __m128i narrow(__m256 x) { return _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 };
@@ -34,6 +36,7 @@ __m128i pack_low_halves(__m256i v) {
 // bf16 is the top half of fp32. Narrowing is amp/formats.hpp's f32_to_bf16_bits: round to nearest
 // even by one add on the bit pattern; a NaN keeps its sign and top payload bits and turns quiet.
 struct Bf16 {
+  using Element = std::uint16_t;
   static __m256 widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
   static __m128i narrow(__m256 x) {
     const __m256i bits = _mm256_castps_si256(x);
@@ -52,10 +55,29 @@ __m128i load_bits(const std::uint16_t* p) { return _mm_loadu_si128(reinterpret_c
 void store_bits(std::uint16_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
 
 template <typename Format>
-__m256 load8(const std::uint16_t* p) { return Format::widen(load_bits(p)); }
+__m256 load8(const typename Format::Element* p) {
+  if constexpr (std::is_same_v<typename Format::Element, float>) return _mm256_loadu_ps(p);
+  else return Format::widen(load_bits(p));
+}
 
 template <typename Format>
-void store8(std::uint16_t* p, __m256 x) { store_bits(p, Format::narrow(x)); }
+void store8(typename Format::Element* p, __m256 x) {
+  if constexpr (std::is_same_v<typename Format::Element, float>) _mm256_storeu_ps(p, x);
+  else store_bits(p, Format::narrow(x));
+}
+
+// Eight elements as they are, bits untouched (as the reference copies: no NaN quieting).
+template <typename Format>
+void copy8(const typename Format::Element* from, typename Format::Element* to) {
+  if constexpr (std::is_same_v<typename Format::Element, float>) _mm256_storeu_ps(to, _mm256_loadu_ps(from));
+  else store_bits(to, load_bits(from));
+}
+
+// fp32 needs no conversion; it is here for the fused triad, which the portable build of the
+// reference loops can only reach through a call to fmaf per element.
+struct Fp32 {
+  using Element = float;
+};
 
 // kernel(a + i, b + i, c + i) for i = 0, 8, 16, ... on all cores. The last n % 8 elements go
 // through zero-padded copies on the stack, so the vector code never reads or writes past the
@@ -82,22 +104,23 @@ void map_octets(const In* source, Out* destination, std::size_t n, Convert conve
 }
 
 template <typename Format>
-void stream(StreamOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, float s, std::size_t n) {
-  using Bits = std::uint16_t;
+void stream(StreamOp op, const typename Format::Element* a, const typename Format::Element* b,
+            typename Format::Element* c, float s, std::size_t n) {
+  using E = typename Format::Element;
   const __m256 scalar = _mm256_set1_ps(s);
   switch (op) {
-    case StreamOp::copy:  // the bits as they are, as the reference copies (no NaN quieting)
-      return for_each_octet(a, b, c, n, [](const Bits* x, const Bits*, Bits* z) { store_bits(z, load_bits(x)); });
+    case StreamOp::copy:
+      return for_each_octet(a, b, c, n, [](const E* x, const E*, E* z) { copy8<Format>(x, z); });
     case StreamOp::scale:
-      return for_each_octet(a, b, c, n, [scalar](const Bits* x, const Bits*, Bits* z) {
+      return for_each_octet(a, b, c, n, [scalar](const E* x, const E*, E* z) {
         store8<Format>(z, _mm256_mul_ps(scalar, load8<Format>(x)));
       });
     case StreamOp::add:
-      return for_each_octet(a, b, c, n, [](const Bits* x, const Bits* y, Bits* z) {
+      return for_each_octet(a, b, c, n, [](const E* x, const E* y, E* z) {
         store8<Format>(z, _mm256_add_ps(load8<Format>(x), load8<Format>(y)));
       });
     case StreamOp::triad:  // fmaf(s, b, a): the same single rounding
-      return for_each_octet(a, b, c, n, [scalar](const Bits* x, const Bits* y, Bits* z) {
+      return for_each_octet(a, b, c, n, [scalar](const E* x, const E* y, E* z) {
         store8<Format>(z, _mm256_fmadd_ps(scalar, load8<Format>(y), load8<Format>(x)));
       });
   }
@@ -112,7 +135,7 @@ struct DoubleSums {
   __m256d low = _mm256_setzero_pd();
   __m256d high = _mm256_setzero_pd();
 
-  // Products of fp16/bf16 values are exact in double: only the sums round.
+  // Products of fp32 (and so fp16/bf16) values are exact in double: only the sums round.
   void add_products(__m256 x, __m256 y) {
     low = _mm256_fmadd_pd(low_lanes(x), low_lanes(y), low);
     high = _mm256_fmadd_pd(high_lanes(x), high_lanes(y), high);
@@ -125,7 +148,7 @@ struct DoubleSums {
 };
 
 template <typename Format>
-double dot(const std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
+double dot(const typename Format::Element* a, const typename Format::Element* b, std::size_t n) {
   const std::size_t octets = n / kLanes;
   double sum = 0;
 #pragma omp parallel reduction(+ : sum)
@@ -138,7 +161,7 @@ double dot(const std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
   }
   const std::size_t done = octets * kLanes, rest = n - done;
   if (rest == 0) return sum;
-  std::uint16_t a_tail[kLanes] = {}, b_tail[kLanes] = {};  // zero pads add nothing
+  typename Format::Element a_tail[kLanes] = {}, b_tail[kLanes] = {};  // zero pads add nothing
   std::memcpy(a_tail, a + done, rest * sizeof a_tail[0]);
   std::memcpy(b_tail, b + done, rest * sizeof b_tail[0]);
   DoubleSums tail;
@@ -168,6 +191,11 @@ void stream_bf16(StreamOp op, const std::uint16_t* a, const std::uint16_t* b, st
   stream<Bf16>(op, a, b, c, s, n);
 }
 
+void stream_f32(StreamOp op, const float* a, const float* b, float* c, float s, std::size_t n) {
+  stream<Fp32>(op, a, b, c, s, n);
+}
+
+double dot_f32(const float* a, const float* b, std::size_t n) { return dot<Fp32>(a, b, n); }
 double dot_f16(const std::uint16_t* a, const std::uint16_t* b, std::size_t n) { return dot<Fp16>(a, b, n); }
 double dot_bf16(const std::uint16_t* a, const std::uint16_t* b, std::size_t n) { return dot<Bf16>(a, b, n); }
 

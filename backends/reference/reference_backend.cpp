@@ -261,7 +261,15 @@ void ReferenceBackend::cast(CastKind kind, const CastArgs& args) {
 
 void ReferenceBackend::copy(DeviceBuffer& destination, const DeviceBuffer& source) {
   if (destination.bytes() < source.bytes()) throw UsageError("copy into a smaller buffer");
-  std::memcpy(destination.data(), source.data(), source.bytes());
+  // memcpy in one slice per thread, so the ceiling uses every core as the kernels do.
+  const auto* from = static_cast<const unsigned char*>(source.data());
+  auto* to = static_cast<unsigned char*>(destination.data());
+  const std::size_t slices = parallel_loops_ ? static_cast<std::size_t>(info_.multiprocessors) : 1;
+  const std::size_t slice = (source.bytes() + slices - 1) / slices;
+  host::for_each_index(slices, parallel_loops_, [&](std::size_t i) {
+    const std::size_t begin = std::min(i * slice, source.bytes());
+    std::memcpy(to + begin, from + begin, std::min(slice, source.bytes() - begin));
+  });
 }
 
 std::unique_ptr<PreparedOp> ReferenceBackend::make_host_transfer(TransferDirection, std::size_t,
