@@ -61,7 +61,10 @@ BackendChoice choose_backend(const std::string& device) {
 
 nlohmann::json full_environment(const std::vector<std::string>& command_line) {
   nlohmann::json env = host_environment(command_line);
-  env["onednn"] = cpu::make_backend()->environment()["onednn"];
+  const nlohmann::json cpu_backend = cpu::make_backend()->environment();
+  env["onednn"] = cpu_backend["onednn"];
+  env["cpu"]["element_loops"] = cpu_backend["element_loops"];
+  env["cpu"]["threads"] = cpu_backend["threads"];
 #if MPBENCH_HAVE_CUDA
   const nlohmann::json cuda_env = cuda::environment();
   env["cuda"] = cuda_env.value("cuda", nlohmann::json::object());
