@@ -19,8 +19,9 @@ std::string value_or_missing(const nlohmann::json& j, const char* key) {
 void print_text(const nlohmann::json& env) {
   fmt::print("host      {}\nos        {} (kernel {})\n", env["host"].get<std::string>(),
              env["os"]["name"].get<std::string>(), env["os"]["kernel"].get<std::string>());
-  fmt::print("cpu       {} ({} logical cores)\nisa       ", env["cpu"]["model"].get<std::string>(),
-             env["cpu"]["logical_cores"].get<int>());
+  fmt::print("cpu       {} ({} logical cores, {} threads, element loops {})\nisa       ",
+             env["cpu"]["model"].get<std::string>(), env["cpu"]["logical_cores"].get<int>(),
+             value_or_missing(env["cpu"], "threads"), value_or_missing(env["cpu"], "element_loops"));
   for (const auto& [flag, present] : env["cpu"]["flags"].items()) fmt::print("{}{} ", present.get<bool>() ? "+" : "-", flag);
   fmt::print("\ncompiler  {}\nmpbench   {} ({})\n", env["compiler"].get<std::string>(),
              env["mpbench"]["version"].get<std::string>(), env["mpbench"]["git_revision"].get<std::string>());

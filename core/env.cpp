@@ -68,7 +68,6 @@ const std::vector<std::string>& mixed_precision_cpu_flags() {
 }
 
 std::string mpbench_version() { return MPBENCH_VERSION; }
-std::string mpbench_git_revision() { return MPBENCH_GIT_REVISION; }
 
 nlohmann::json host_environment(const std::vector<std::string>& command_line) {
   utsname uts{};
