@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <regex>
 #include <set>
 
@@ -104,6 +105,17 @@ void print_progress(std::size_t done, std::size_t total, const CaseResult& r) {
   std::fprintf(stderr, "[%zu/%zu] %s  %s\n", done, total, r.id().c_str(), what.c_str());
 }
 
+// A CPU run shares its cores with whatever else runs: say so when the load shows it did.
+void warn_if_cpu_was_shared(const Backend& backend) {
+  double load = 0;
+  const int cores = backend.device().multiprocessors;
+  if (backend.device().backend != "cpu" || getloadavg(&load, 1) != 1 || load <= 1.5 * cores) return;
+  std::fprintf(stderr,
+               "mpbench: note: the 1-minute load average was %.1f on %d cores: other processes shared the CPU, so "
+               "expect noise (each case records the load in details.measurement.clocks_before/after)\n",
+               load, cores);
+}
+
 }  // namespace
 
 int run_benchmarks(const RunOptions& options) {
@@ -155,6 +167,7 @@ int run_benchmarks(const RunOptions& options) {
   write_file_atomically(options.out, document.to_json().dump(2) + "\n");
 
   std::fputs(microbench::format_summary(document).c_str(), stdout);
+  warn_if_cpu_was_shared(backend);
   const auto failed = std::count_if(document.cases.begin(), document.cases.end(),
                                     [](const CaseResult& c) { return c.status == CaseStatus::error; });
   std::printf("\nwrote %zu cases to %s\n", document.cases.size(), options.out.c_str());

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <stdlib.h>
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -288,8 +289,12 @@ nlohmann::json ReferenceBackend::clocks() const {
       total += std::strtod(line.substr(line.find(':') + 1).c_str(), nullptr);
       ++cores;
     }
-  if (cores == 0) return {{"source", "unavailable"}};
-  return {{"source", "/proc/cpuinfo"}, {"cpu_mhz_mean", total / cores}};
+  // The load average shows when other processes shared the cores during a measurement.
+  double load[1] = {0};
+  nlohmann::json readings = {{"load_average_1m", getloadavg(load, 1) == 1 ? nlohmann::json(load[0]) : nlohmann::json()}};
+  if (cores == 0) readings["source"] = "unavailable";
+  else readings.update({{"source", "/proc/cpuinfo"}, {"cpu_mhz_mean", total / cores}});
+  return readings;
 }
 
 nlohmann::json ReferenceBackend::environment() const { return {{"reference", "plain loops"}}; }
