@@ -1,0 +1,61 @@
+#pragma once
+// Finite-difference helpers for the gradient tests (double precision throughout).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "core/random.hpp"
+
+namespace mpbench::workloads::testing {
+
+// A seed that differs from run to run; tests print it (SCOPED_TRACE) so a failure can be replayed.
+inline std::uint64_t fresh_seed() {
+  std::random_device device;
+  return (std::uint64_t{device()} << 32) | device();
+}
+
+// n values uniform in [lo, hi), never all zero.
+inline std::vector<double> random_values(std::size_t n, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double unit = static_cast<double>(mix64(seed, i) >> 11) * 0x1.0p-53;
+    v[i] = lo + (hi - lo) * unit;
+  }
+  return v;
+}
+
+// d loss / d x[i] by central differences; x[i] is restored.
+inline double central_difference(std::vector<double>& x, std::size_t i, const std::function<double()>& loss,
+                                 double h = 1e-5) {
+  const double saved = x[i];
+  x[i] = saved + h;
+  const double up = loss();
+  x[i] = saved - h;
+  const double down = loss();
+  x[i] = saved;
+  return (up - down) / (2 * h);
+}
+
+// Every element of `analytic` against the central difference of loss() in x.
+inline void expect_gradient(std::vector<double>& x, const std::vector<double>& analytic,
+                            const std::function<double()>& loss, double tolerance = 1e-7) {
+  ASSERT_EQ(x.size(), analytic.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double numeric = central_difference(x, i, loss);
+    EXPECT_NEAR(analytic[i], numeric, tolerance * std::max(1.0, std::abs(numeric))) << "element " << i;
+  }
+}
+
+// sum_i w_i out_i: a scalar whose gradient in out is w.
+inline double weighted_sum(const std::vector<double>& out, const std::vector<double>& w) {
+  double sum = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) sum += out[i] * w[i];
+  return sum;
+}
+
+}  // namespace mpbench::workloads::testing

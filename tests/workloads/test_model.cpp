@@ -1,0 +1,142 @@
+// The whole tiny model: gradients against finite differences of the loss, initialisation, and
+// gradient accumulation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "tests/workloads/gradient_check.hpp"
+#include "workloads/model.hpp"
+#include "workloads/reference_ops.hpp"
+
+namespace mpbench::workloads {
+namespace {
+
+std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::uint64_t seed) {
+  std::vector<std::int32_t> tokens(n);
+  for (std::size_t i = 0; i < n; ++i) tokens[i] = static_cast<std::int32_t>(mix64(seed, i) % vocab);
+  return tokens;
+}
+
+TEST(Gpt2Model, GradientsMatchFiniteDifferences) {
+  const std::uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const GptConfig config = config_by_name("tiny");
+  const int B = 2, T = 5;
+  ReferenceOps<double> ops;
+  Gpt2Model<double> model(config, B, T, ops);
+  model.init(seed);
+  // Move every parameter off GPT-2's special starting values (zero biases, unit norms).
+  const auto noise = testing::random_values(model.params().size(), seed + 1, -0.05, 0.05);
+  for (std::size_t i = 0; i < noise.size(); ++i) model.params()[i] += noise[i];
+  const auto inputs = random_tokens(B * T, config.vocab, seed + 2);
+  const auto targets = random_tokens(B * T, config.vocab, seed + 3);
+
+  model.zero_grad();
+  model.forward(inputs.data(), targets.data());
+  model.backward();
+  const std::vector<double> analytic = model.grads();
+  auto loss = [&] { return model.forward(inputs.data(), targets.data()); };
+
+  for (const ParameterTensor& tensor : model.tensors()) {
+    for (int sample = 0; sample < 4; ++sample) {
+      const std::size_t i = tensor.offset + mix64(seed + 4, tensor.offset + sample) % tensor.size;
+      const double numeric = testing::central_difference(model.params(), i, loss);
+      EXPECT_NEAR(analytic[i], numeric, 1e-8 + 1e-6 * std::abs(numeric))
+          << tensor.name << " element " << i - tensor.offset;
+    }
+  }
+  // The rows of wte that tokens use get a gradient from both the embedding and the LM head.
+  const std::size_t used_row = static_cast<std::size_t>(inputs[0]) * config.channels;
+  const double numeric = testing::central_difference(model.params(), used_row, loss);
+  EXPECT_NEAR(analytic[used_row], numeric, 1e-8 + 1e-6 * std::abs(numeric));
+}
+
+TEST(Gpt2Model, PaddedVocabRowsStayOutOfTheLoss) {
+  const GptConfig config = config_by_name("tiny");
+  ASSERT_GT(config.padded_vocab(), config.vocab);
+  ReferenceOps<double> ops;
+  Gpt2Model<double> model(config, 1, 4, ops);
+  model.init(3);
+  const std::size_t first_pad = static_cast<std::size_t>(config.vocab) * config.channels;
+  const std::size_t end_pad = static_cast<std::size_t>(config.padded_vocab()) * config.channels;
+  for (std::size_t i = first_pad; i < end_pad; ++i) EXPECT_EQ(model.params()[i], 0.0);
+  const auto tokens = random_tokens(4, config.vocab, 11);
+  model.zero_grad();
+  model.forward(tokens.data(), tokens.data());
+  model.backward();
+  for (std::size_t i = first_pad; i < end_pad; ++i) EXPECT_EQ(model.grads()[i], 0.0);
+  for (int n = 0; n < 4; ++n) {
+    for (int v = config.vocab; v < config.padded_vocab(); ++v) {
+      EXPECT_EQ(model.probs()[n * config.padded_vocab() + v], 0.0);
+    }
+  }
+}
+
+TEST(Gpt2Model, InitialisationFollowsGpt2) {
+  const GptConfig config = config_by_name("small");
+  ReferenceOps<float> ops;
+  Gpt2Model<float> model(config, 1, 1, ops);
+  model.init(5);
+  auto stddev = [&](const std::string& name) {
+    const ParameterTensor& t = model.tensor(name);
+    double sum = 0, squares = 0;
+    for (std::size_t i = 0; i < t.size; ++i) {
+      sum += model.params()[t.offset + i];
+      squares += double(model.params()[t.offset + i]) * model.params()[t.offset + i];
+    }
+    return std::sqrt(squares / t.size - (sum / t.size) * (sum / t.size));
+  };
+  EXPECT_NEAR(stddev("h.0.mlp.c_fc.weight"), 0.02, 0.0005);
+  EXPECT_NEAR(stddev("wpe.weight"), 0.02, 0.001);
+  EXPECT_NEAR(stddev("h.1.mlp.c_proj.weight"), 0.02 / std::sqrt(2.0 * config.layers), 0.0005);
+  EXPECT_NEAR(stddev("h.1.attn.c_proj.weight"), 0.02 / std::sqrt(2.0 * config.layers), 0.0005);
+  EXPECT_EQ(model.params()[model.tensor("h.0.ln_1.weight").offset], 1.0f);
+  EXPECT_EQ(model.params()[model.tensor("h.0.attn.c_attn.bias").offset], 0.0f);
+  EXPECT_FALSE(model.tensor("ln_f.bias").is_matrix);
+  EXPECT_TRUE(model.tensor("wte.weight").is_matrix);
+}
+
+TEST(Gpt2Model, InitialLossIsNearLogVocab) {
+  const GptConfig config = config_by_name("tiny");
+  ReferenceOps<float> ops;
+  Gpt2Model<float> model(config, 2, 16, ops);
+  model.init(1);
+  const auto tokens = random_tokens(32, config.vocab, 2);
+  const auto targets = random_tokens(32, config.vocab, 3);
+  EXPECT_NEAR(model.forward(tokens.data(), targets.data()), std::log(config.vocab), 0.1);
+}
+
+TEST(Gpt2Model, AccumulatedMicroBatchesEqualOneBatch) {
+  const GptConfig config = config_by_name("tiny");
+  const int T = 6;
+  const auto inputs = random_tokens(4 * T, config.vocab, 21);
+  const auto targets = random_tokens(4 * T, config.vocab, 22);
+  ReferenceOps<double> ops;
+  Gpt2Model<double> whole(config, 4, T, ops), halves(config, 2, T, ops);
+  whole.init(9);
+  halves.init(9);
+  whole.zero_grad();
+  whole.forward(inputs.data(), targets.data());
+  whole.backward();
+  halves.zero_grad();
+  for (int half = 0; half < 2; ++half) {
+    halves.forward(inputs.data() + half * 2 * T, targets.data() + half * 2 * T);
+    halves.backward(0.5);
+  }
+  for (std::size_t i = 0; i < whole.grads().size(); ++i) {
+    ASSERT_NEAR(whole.grads()[i], halves.grads()[i], 1e-12 + 1e-9 * std::abs(whole.grads()[i])) << i;
+  }
+}
+
+TEST(Gpt2Model, BadShapesAndTokensAreUsageErrors) {
+  const GptConfig config = config_by_name("tiny");
+  ReferenceOps<float> ops;
+  EXPECT_THROW(Gpt2Model<float>(config, 1, config.max_seq + 1, ops), UsageError);
+  Gpt2Model<float> model(config, 1, 2, ops);
+  const std::int32_t bad[] = {0, config.vocab};
+  EXPECT_THROW(model.forward(bad, bad), UsageError);
+}
+
+}  // namespace
+}  // namespace mpbench::workloads

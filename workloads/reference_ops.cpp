@@ -1,0 +1,281 @@
+#include "workloads/reference_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace mpbench::workloads {
+
+namespace {
+constexpr double kLayerNormEps = 1e-5;
+}  // namespace
+
+template <typename Real>
+void ReferenceOps<Real>::encoder_forward(Real* out, const std::int32_t* tokens, const Real* wte, const Real* wpe,
+                                         int B, int T, int C) {
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      const Real* token_row = wte + static_cast<std::size_t>(tokens[b * T + t]) * C;
+      const Real* position_row = wpe + static_cast<std::size_t>(t) * C;
+      Real* out_row = out + (static_cast<std::size_t>(b) * T + t) * C;
+      for (int c = 0; c < C; ++c) out_row[c] = static_cast<Real>(double(token_row[c]) + double(position_row[c]));
+    }
+  }
+}
+
+template <typename Real>
+void ReferenceOps<Real>::encoder_backward(Real* dwte, Real* dwpe, const Real* dout, const std::int32_t* tokens,
+                                          int B, int T, int C) {
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      const Real* dout_row = dout + (static_cast<std::size_t>(b) * T + t) * C;
+      Real* dtoken_row = dwte + static_cast<std::size_t>(tokens[b * T + t]) * C;
+      Real* dposition_row = dwpe + static_cast<std::size_t>(t) * C;
+      for (int c = 0; c < C; ++c) {
+        dtoken_row[c] += dout_row[c];
+        dposition_row[c] += dout_row[c];
+      }
+    }
+  }
+}
+
+template <typename Real>
+void ReferenceOps<Real>::layernorm_forward(Real* out, Real* mean, Real* rstd, const Real* inp, const Real* weight,
+                                           const Real* bias, int N, int C) {
+  for (int n = 0; n < N; ++n) {
+    const Real* x = inp + static_cast<std::size_t>(n) * C;
+    double sum = 0;
+    for (int c = 0; c < C; ++c) sum += x[c];
+    const double m = sum / C;
+    double squares = 0;
+    for (int c = 0; c < C; ++c) squares += (x[c] - m) * (x[c] - m);
+    const double s = 1.0 / std::sqrt(squares / C + kLayerNormEps);
+    Real* y = out + static_cast<std::size_t>(n) * C;
+    for (int c = 0; c < C; ++c) y[c] = static_cast<Real>((x[c] - m) * s * weight[c] + bias[c]);
+    mean[n] = static_cast<Real>(m);
+    rstd[n] = static_cast<Real>(s);
+  }
+}
+
+// With xhat = (x - mean) * rstd and g = dout * weight:
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+template <typename Real>
+void ReferenceOps<Real>::layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout,
+                                            const Real* inp, const Real* weight, const Real* mean,
+                                            const Real* rstd, int N, int C) {
+  for (int n = 0; n < N; ++n) {
+    const Real* x = inp + static_cast<std::size_t>(n) * C;
+    const Real* dy = dout + static_cast<std::size_t>(n) * C;
+    Real* dx = dinp + static_cast<std::size_t>(n) * C;
+    const double m = mean[n];
+    const double s = rstd[n];
+    double g_mean = 0;
+    double g_xhat_mean = 0;
+    for (int c = 0; c < C; ++c) {
+      const double xhat = (x[c] - m) * s;
+      const double g = double(dy[c]) * weight[c];
+      g_mean += g;
+      g_xhat_mean += g * xhat;
+    }
+    g_mean /= C;
+    g_xhat_mean /= C;
+    for (int c = 0; c < C; ++c) {
+      const double xhat = (x[c] - m) * s;
+      const double g = double(dy[c]) * weight[c];
+      dbias[c] = static_cast<Real>(dbias[c] + double(dy[c]));
+      dweight[c] = static_cast<Real>(dweight[c] + double(dy[c]) * xhat);
+      dx[c] = static_cast<Real>(dx[c] + s * (g - g_mean - xhat * g_xhat_mean));
+    }
+  }
+}
+
+template <typename Real>
+void ReferenceOps<Real>::matmul_forward(Real* out, const Real* inp, const Real* weight, const Real* bias, int N,
+                                        int C, int OC) {
+  for (int n = 0; n < N; ++n) {
+    const Real* x = inp + static_cast<std::size_t>(n) * C;
+    for (int o = 0; o < OC; ++o) {
+      const Real* w = weight + static_cast<std::size_t>(o) * C;
+      double sum = bias ? double(bias[o]) : 0.0;
+      for (int c = 0; c < C; ++c) sum += double(x[c]) * w[c];
+      out[static_cast<std::size_t>(n) * OC + o] = static_cast<Real>(sum);
+    }
+  }
+}
+
+// dinp = dout * weight, dweight = dout^T * inp, dbias = column sums of dout.
+template <typename Real>
+void ReferenceOps<Real>::matmul_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout,
+                                         const Real* inp, const Real* weight, int N, int C, int OC) {
+  for (int n = 0; n < N; ++n) {
+    const Real* dy = dout + static_cast<std::size_t>(n) * OC;
+    for (int c = 0; c < C; ++c) {
+      double sum = 0;
+      for (int o = 0; o < OC; ++o) sum += double(dy[o]) * weight[static_cast<std::size_t>(o) * C + c];
+      dinp[static_cast<std::size_t>(n) * C + c] += static_cast<Real>(sum);
+    }
+  }
+  for (int o = 0; o < OC; ++o) {
+    for (int c = 0; c < C; ++c) {
+      double sum = 0;
+      for (int n = 0; n < N; ++n) {
+        sum += double(dout[static_cast<std::size_t>(n) * OC + o]) * inp[static_cast<std::size_t>(n) * C + c];
+      }
+      dweight[static_cast<std::size_t>(o) * C + c] += static_cast<Real>(sum);
+    }
+    if (dbias) {
+      double sum = 0;
+      for (int n = 0; n < N; ++n) sum += dout[static_cast<std::size_t>(n) * OC + o];
+      dbias[o] += static_cast<Real>(sum);
+    }
+  }
+}
+
+template <typename Real>
+void ReferenceOps<Real>::attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  std::vector<double> scores(T);
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      for (int t = 0; t < T; ++t) {
+        const Real* q = qkv + (static_cast<std::size_t>(b) * T + t) * 3 * C + h * hs;
+        double max_score = -INFINITY;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const Real* k = qkv + (static_cast<std::size_t>(b) * T + t2) * 3 * C + C + h * hs;
+          double dot = 0;
+          for (int i = 0; i < hs; ++i) dot += double(q[i]) * k[i];
+          scores[t2] = dot * scale;
+          max_score = std::max(max_score, scores[t2]);
+        }
+        double total = 0;
+        for (int t2 = 0; t2 <= t; ++t2) total += (scores[t2] = std::exp(scores[t2] - max_score));
+        Real* att_row = att + ((static_cast<std::size_t>(b) * NH + h) * T + t) * T;
+        for (int t2 = 0; t2 < T; ++t2) att_row[t2] = t2 <= t ? static_cast<Real>(scores[t2] / total) : Real(0);
+        Real* y = out + (static_cast<std::size_t>(b) * T + t) * C + h * hs;
+        for (int i = 0; i < hs; ++i) {
+          double sum = 0;
+          for (int t2 = 0; t2 <= t; ++t2) {
+            sum += double(att_row[t2]) * qkv[(static_cast<std::size_t>(b) * T + t2) * 3 * C + 2 * C + h * hs + i];
+          }
+          y[i] = static_cast<Real>(sum);
+        }
+      }
+    }
+  }
+}
+
+// Per (b, h, t): datt = dy v^T; dv += att^T dy; softmax backward
+// dscore = att * (datt - sum(att * datt)); dq += dscore k * scale; dk += dscore^T q * scale.
+template <typename Real>
+void ReferenceOps<Real>::attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* att, int B,
+                                            int T, int C, int NH) {
+  const int hs = C / NH;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  std::vector<double> datt(T);
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      for (int t = 0; t < T; ++t) {
+        const std::size_t row_t = (static_cast<std::size_t>(b) * T + t) * 3 * C;
+        const Real* att_row = att + ((static_cast<std::size_t>(b) * NH + h) * T + t) * T;
+        const Real* dy = dout + (static_cast<std::size_t>(b) * T + t) * C + h * hs;
+        double weighted = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const std::size_t row_t2 = (static_cast<std::size_t>(b) * T + t2) * 3 * C;
+          double dot = 0;
+          for (int i = 0; i < hs; ++i) {
+            dot += double(dy[i]) * qkv[row_t2 + 2 * C + h * hs + i];
+            dqkv[row_t2 + 2 * C + h * hs + i] += static_cast<Real>(double(att_row[t2]) * dy[i]);
+          }
+          datt[t2] = dot;
+          weighted += double(att_row[t2]) * dot;
+        }
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const std::size_t row_t2 = (static_cast<std::size_t>(b) * T + t2) * 3 * C;
+          const double dscore = double(att_row[t2]) * (datt[t2] - weighted) * scale;
+          for (int i = 0; i < hs; ++i) {
+            dqkv[row_t + h * hs + i] += static_cast<Real>(dscore * qkv[row_t2 + C + h * hs + i]);
+            dqkv[row_t2 + C + h * hs + i] += static_cast<Real>(dscore * qkv[row_t + h * hs + i]);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename Real>
+void ReferenceOps<Real>::gelu_forward(Real* out, const Real* inp, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Real>(gelu(double(inp[i])));
+}
+
+template <typename Real>
+void ReferenceOps<Real>::gelu_backward(Real* dinp, const Real* dout, const Real* inp, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dinp[i] += static_cast<Real>(gelu_derivative(double(inp[i])) * dout[i]);
+}
+
+template <typename Real>
+void ReferenceOps<Real>::residual_forward(Real* out, const Real* a, const Real* b, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Real>(double(a[i]) + double(b[i]));
+}
+
+template <typename Real>
+void ReferenceOps<Real>::residual_backward(Real* da, Real* db, const Real* dout, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    da[i] += dout[i];
+    db[i] += dout[i];
+  }
+}
+
+template <typename Real>
+void ReferenceOps<Real>::softmax_crossentropy_forward(Real* losses, Real* probs, const Real* logits,
+                                                      const std::int32_t* targets, int N, int V, int Vp) {
+  for (int n = 0; n < N; ++n) {
+    const Real* z = logits + static_cast<std::size_t>(n) * Vp;
+    Real* p = probs + static_cast<std::size_t>(n) * Vp;
+    double max_logit = -INFINITY;
+    for (int v = 0; v < V; ++v) max_logit = std::max(max_logit, double(z[v]));
+    double total = 0;
+    for (int v = 0; v < V; ++v) total += std::exp(z[v] - max_logit);
+    for (int v = 0; v < V; ++v) p[v] = static_cast<Real>(std::exp(z[v] - max_logit) / total);
+    for (int v = V; v < Vp; ++v) p[v] = Real(0);
+    // log p[target] from the logits, not from the rounded probability.
+    losses[n] = static_cast<Real>(std::log(total) - (z[targets[n]] - max_logit));
+  }
+}
+
+template <typename Real>
+void ReferenceOps<Real>::softmax_crossentropy_backward(Real* dlogits, const Real* dlosses, const Real* probs,
+                                                       const std::int32_t* targets, int N, int V, int Vp) {
+  for (int n = 0; n < N; ++n) {
+    const Real* p = probs + static_cast<std::size_t>(n) * Vp;
+    Real* dz = dlogits + static_cast<std::size_t>(n) * Vp;
+    for (int v = 0; v < V; ++v) {
+      const double indicator = v == targets[n] ? 1.0 : 0.0;
+      dz[v] = static_cast<Real>(dz[v] + double(dlosses[n]) * (double(p[v]) - indicator));
+    }
+  }
+}
+
+template <typename Real>
+void ReferenceOps<Real>::adamw_update(Real* params, const Real* grads, Real* m, Real* v, std::size_t n,
+                                      const AdamWStep& step) {
+  for (std::size_t i = 0; i < n; ++i) {
+    double p = params[i], mi = m[i], vi = v[i];
+    adamw_update_element(p, mi, vi, double(grads[i]), step);
+    params[i] = static_cast<Real>(p);
+    m[i] = static_cast<Real>(mi);
+    v[i] = static_cast<Real>(vi);
+  }
+}
+
+template <typename Real>
+double ReferenceOps<Real>::global_norm(const Real* grads, std::size_t n) {
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) sum += double(grads[i]) * grads[i];
+  return std::sqrt(sum);
+}
+
+template class ReferenceOps<float>;
+template class ReferenceOps<double>;
+
+}  // namespace mpbench::workloads
