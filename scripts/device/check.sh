@@ -49,7 +49,7 @@ PY
 )
 original_ld_path=${LD_LIBRARY_PATH:-}
 export LD_LIBRARY_PATH="$pack/lib$(printf ':%s' "${cuda_dirs[@]}")${original_ld_path:+:$original_ld_path}"
-export MPBENCH_BIN="$pack/bin/mpbench"
+export MPBENCH_BIN="$pack/bin/mpbench" MPBENCH_COMPARE_FIXTURES="$repo/tests/cli/fixtures"
 if ldd "$MPBENCH_BIN" | grep "not found"; then fail "libraries missing for mpbench (above)"; fi
 
 step "GPU"

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 
@@ -20,7 +22,9 @@
 namespace mpbench::compare {
 namespace {
 
-const std::filesystem::path kFixtures = MPBENCH_COMPARE_FIXTURES;
+// $MPBENCH_COMPARE_FIXTURES where the tests run away from their build (the device script).
+const std::filesystem::path kFixtures = std::getenv("MPBENCH_COMPARE_FIXTURES") ? std::getenv("MPBENCH_COMPARE_FIXTURES")
+                                                                                : MPBENCH_COMPARE_FIXTURES;
 
 // Unique per process, so parallel test runs do not share files.
 std::filesystem::path scratch_path(const std::string& name) {
