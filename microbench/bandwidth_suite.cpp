@@ -133,7 +133,7 @@ Suite bandwidth_suite() {
           "copy/scale/add/triad/dot in fp32, fp16, bf16 across the cache-to-memory sweep; memcpy ceiling; pinned transfers",
           {"fp32", "fp16", "bf16"},
           bandwidth_cases,
-          [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "memcpy"); }};
+          [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "bandwidth", "memcpy"); }};
 }
 
 }  // namespace mpbench::microbench

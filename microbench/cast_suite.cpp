@@ -91,7 +91,7 @@ Suite cast_suite() {
           "fp32 <-> fp16/bf16, fp32 -> fp8 e4m3 (scaled, with amax), fp32 -> bf16 stochastic; GB/s against copy",
           {"fp32", "fp16", "bf16", "fp8-e4m3"},
           cast_cases,
-          [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "copy"); }};
+          [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "cast", "copy"); }};
 }
 
 }  // namespace mpbench::microbench

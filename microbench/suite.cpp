@@ -50,14 +50,15 @@ CaseResult measured_case(const CaseSpec& spec, const Backend& backend, const Mea
   return r;
 }
 
-void add_percent_of_copy(std::vector<CaseResult>& cases, const std::string& copy_kernel) {
+void add_percent_of_copy(std::vector<CaseResult>& cases, const std::string& suite, const std::string& copy_kernel) {
   std::map<std::int64_t, double> copy_gbps;
   for (const auto& c : cases)
-    if (c.status == CaseStatus::ok && c.params.value("kernel", "") == copy_kernel && c.rates.contains("gbps"))
+    if (c.suite == suite && c.status == CaseStatus::ok && c.params.value("kernel", "") == copy_kernel &&
+        c.rates.contains("gbps"))
       copy_gbps[c.params.value("elements", std::int64_t{0})] =
           std::max(copy_gbps[c.params.value("elements", std::int64_t{0})], c.rates["gbps"].get<double>());
   for (auto& c : cases) {
-    if (c.status != CaseStatus::ok || !c.rates.contains("gbps")) continue;
+    if (c.suite != suite || c.status != CaseStatus::ok || !c.rates.contains("gbps")) continue;
     auto it = copy_gbps.find(c.params.value("elements", std::int64_t{0}));
     if (it != copy_gbps.end() && it->second > 0) c.rates["pct_of_copy"] = 100.0 * c.rates["gbps"].get<double>() / it->second;
   }

@@ -48,7 +48,8 @@ Suite cast_suite();
 
 // A finished case: identity from the spec, time statistics and sampler outcome from the measurement.
 CaseResult measured_case(const CaseSpec& spec, const Backend& backend, const Measurement& m);
-// Sets rates.pct_of_copy of every case from the gbps of the copy case with the same element count.
-void add_percent_of_copy(std::vector<CaseResult>& cases, const std::string& copy_kernel);
+// Sets rates.pct_of_copy of every case of `suite` from the gbps of that suite's `copy_kernel` case
+// with the same element count (a run's case list holds every suite it ran).
+void add_percent_of_copy(std::vector<CaseResult>& cases, const std::string& suite, const std::string& copy_kernel);
 
 }  // namespace mpbench::microbench

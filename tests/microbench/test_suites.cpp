@@ -113,17 +113,22 @@ TEST(CastSuite, Fp8CastCountsItsAmaxPass) {
 }
 
 TEST(PercentOfCopy, UsesTheCopyOfTheSameSize) {
-  std::vector<CaseResult> cases(3);
+  std::vector<CaseResult> cases(4);
+  for (auto& c : cases) c.suite = "cast";
+  cases[3].suite = "bandwidth";  // another suite's copy of the same size is not this suite's ceiling
+  cases[3].params = {{"kernel", "copy"}, {"elements", 100}};
+  cases[3].rates = {{"gbps", 25.0}};
   cases[0].params = {{"kernel", "copy"}, {"elements", 100}};
   cases[0].rates = {{"gbps", 50.0}};
   cases[1].params = {{"kernel", "f32_to_bf16"}, {"elements", 100}};
   cases[1].rates = {{"gbps", 40.0}};
   cases[2].params = {{"kernel", "f32_to_bf16"}, {"elements", 200}};  // no copy of that size
   cases[2].rates = {{"gbps", 40.0}};
-  add_percent_of_copy(cases, "copy");
+  add_percent_of_copy(cases, "cast", "copy");
   EXPECT_DOUBLE_EQ(cases[0].rates["pct_of_copy"].get<double>(), 100.0);
   EXPECT_DOUBLE_EQ(cases[1].rates["pct_of_copy"].get<double>(), 80.0);
   EXPECT_FALSE(cases[2].rates.contains("pct_of_copy"));
+  EXPECT_FALSE(cases[3].rates.contains("pct_of_copy"));
 }
 
 TEST(Runner, MeasuresRealCpuCasesThroughGoogleBenchmark) {
