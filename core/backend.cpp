@@ -1,6 +1,10 @@
 #include "core/backend.hpp"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
+
+#include "core/error.hpp"
 
 namespace mpbench {
 
@@ -55,6 +59,10 @@ int stream_kernel_arrays(StreamKernel k) {
   return 0;
 }
 
+bool stream_kernel_reads_b(StreamKernel k) {
+  return k == StreamKernel::add || k == StreamKernel::triad || k == StreamKernel::dot;
+}
+
 std::string_view cast_kind_name(CastKind k) {
   switch (k) {
     case CastKind::f32_to_f16: return "f32_to_f16";
@@ -85,6 +93,35 @@ DType cast_destination_type(CastKind k) {
     case CastKind::f32_to_e4m3_scaled: return DType::e4m3;
   }
   throw std::logic_error("cast kind without a destination type");
+}
+
+void check_stream_arguments(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c) {
+  const std::size_t n = a.count();
+  const std::string_view name = stream_kernel_name(kernel);
+  if (stream_kernel_reads_b(kernel) && (b.dtype() != a.dtype() || b.count() < n))
+    throw UsageError(fmt::format("stream {}: b must hold {} elements of {}, like a", name, n, dtype_name(a.dtype())));
+  if (kernel == StreamKernel::dot) {
+    if (c.dtype() != DType::f32 || c.count() < 1)
+      throw UsageError("stream dot writes its sum to c[0], which must be an fp32 buffer");
+    return;
+  }
+  if (c.dtype() != a.dtype() || c.count() < n)
+    throw UsageError(fmt::format("stream {}: c must hold {} elements of {}, like a", name, n, dtype_name(a.dtype())));
+}
+
+void check_cast_arguments(CastKind kind, const CastArgs& args) {
+  const std::string_view name = cast_kind_name(kind);
+  if (!args.source || !args.destination) throw UsageError(fmt::format("{} needs a source and a destination", name));
+  if (args.source->dtype() != cast_source_type(kind) || args.destination->dtype() != cast_destination_type(kind) ||
+      args.destination->count() < args.source->count())
+    throw UsageError(fmt::format("{} needs a {} source and a {} destination of its size", name,
+                                 dtype_name(cast_source_type(kind)), dtype_name(cast_destination_type(kind))));
+  if (kind != CastKind::f32_to_e4m3_scaled) return;
+  const auto is_scalar = [](const DeviceBuffer* buffer) {
+    return buffer && buffer->dtype() == DType::f32 && buffer->count() >= 1;
+  };
+  if (!is_scalar(args.scale) || !is_scalar(args.amax))
+    throw UsageError(fmt::format("{} needs one-element fp32 scale and amax buffers", name));
 }
 
 }  // namespace mpbench

@@ -77,6 +77,7 @@ class PreparedOp {
 enum class StreamKernel { copy, scale, add, triad, dot };
 std::string_view stream_kernel_name(StreamKernel k);
 int stream_kernel_arrays(StreamKernel k);  // arrays of n elements read + written (STREAM counting)
+bool stream_kernel_reads_b(StreamKernel k);  // add, triad and dot; copy and scale read only a
 
 enum class CastKind {
   f32_to_f16,
@@ -97,6 +98,13 @@ struct CastArgs {
   DeviceBuffer* amax = nullptr;         // one fp32 written by the amax pass, f32_to_e4m3_scaled only
   std::uint64_t seed = 0;               // f32_to_bf16_stochastic only
 };
+
+// The argument rules every backend enforces, so all refuse the same calls (UsageError):
+// stream: a, and b where the kernel reads it, of one dtype and at least a's size; c like a, or one
+// fp32 for dot. cast: the kind's source and destination types, destination at least the source's
+// size; one-element fp32 scale and amax for f32_to_e4m3_scaled.
+void check_stream_arguments(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c);
+void check_cast_arguments(CastKind kind, const CastArgs& args);
 
 enum class TransferDirection { host_to_device, device_to_host };
 

@@ -108,34 +108,35 @@ avx2::StreamOp vector_op(StreamKernel kernel) {
 bool vector_stream(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c, float scalar) {
   const DType type = a.dtype();
   if (!cpu_has_vector_loops() || (type != DType::f32 && type != DType::f16 && type != DType::bf16)) return false;
+  check_stream_arguments(kernel, a, b, c);
+  // Copy and scale ignore b, which may then be shorter than a: pass a in its place.
+  const void* second = stream_kernel_reads_b(kernel) ? b.data() : a.data();
   if (kernel == StreamKernel::dot) {
-    if (b.dtype() != type) return false;  // the reference decodes each input by its own dtype
     const std::size_t n = a.count();
     double sum = 0;
-    if (type == DType::f32) sum = avx2::dot_f32(static_cast<const float*>(a.data()), static_cast<const float*>(b.data()), n);
+    if (type == DType::f32) sum = avx2::dot_f32(static_cast<const float*>(a.data()), static_cast<const float*>(second), n);
     else {
       const auto* x = static_cast<const std::uint16_t*>(a.data());
-      const auto* y = static_cast<const std::uint16_t*>(b.data());
+      const auto* y = static_cast<const std::uint16_t*>(second);
       sum = type == DType::f16 ? avx2::dot_f16(x, y, n) : avx2::dot_bf16(x, y, n);
     }
     *static_cast<float*>(c.data()) = static_cast<float>(sum);
     return true;
   }
-  reference::check_stream_buffers(a, b, c);
   if (type == DType::f32) {
-    avx2::stream_f32(vector_op(kernel), static_cast<const float*>(a.data()), static_cast<const float*>(b.data()),
+    avx2::stream_f32(vector_op(kernel), static_cast<const float*>(a.data()), static_cast<const float*>(second),
                      static_cast<float*>(c.data()), scalar, a.count());
     return true;
   }
   const auto loop = type == DType::f16 ? avx2::stream_f16 : avx2::stream_bf16;
-  loop(vector_op(kernel), static_cast<const std::uint16_t*>(a.data()), static_cast<const std::uint16_t*>(b.data()),
+  loop(vector_op(kernel), static_cast<const std::uint16_t*>(a.data()), static_cast<const std::uint16_t*>(second),
        static_cast<std::uint16_t*>(c.data()), scalar, a.count());
   return true;
 }
 
 template <typename In, typename Out>
 void run_cast(void (*loop)(const In*, Out*, std::size_t), CastKind kind, const CastArgs& args) {
-  reference::check_cast_buffers(kind, args);
+  check_cast_arguments(kind, args);
   loop(static_cast<const In*>(args.source->data()), static_cast<Out*>(args.destination->data()), args.source->count());
 }
 

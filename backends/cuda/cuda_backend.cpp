@@ -188,18 +188,10 @@ class CudaBackend final : public Backend {
   void stream(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c,
               float scalar) override {
     activate(device_);
+    check_stream_arguments(kernel, a, b, c);
     const std::size_t n = a.count();
-    const std::string_view name = stream_kernel_name(kernel);
-    const bool reads_b = kernel == StreamKernel::add || kernel == StreamKernel::triad || kernel == StreamKernel::dot;
-    if (reads_b && (b.dtype() != a.dtype() || b.count() < n))
-      throw UsageError(fmt::format("stream {}: b must hold {} elements of {}, like a", name, n, dtype_name(a.dtype())));
-    if (kernel == StreamKernel::dot) {
-      if (c.dtype() != DType::f32 || c.count() < 1)
-        throw UsageError("stream dot writes its sum to c[0], which must be an fp32 buffer");
+    if (kernel == StreamKernel::dot)
       return kernels::stream_dot(launcher_, a.dtype(), a.data(), b.data(), static_cast<float*>(c.data()), n);
-    }
-    if (c.dtype() != a.dtype() || c.count() < n)
-      throw UsageError(fmt::format("stream {}: c must hold {} elements of {}, like a", name, n, dtype_name(a.dtype())));
     switch (kernel) {
       case StreamKernel::copy: return kernels::stream_copy(launcher_, a.dtype(), a.data(), c.data(), n);
       case StreamKernel::scale: return kernels::stream_scale(launcher_, a.dtype(), a.data(), c.data(), n, scalar);
@@ -323,20 +315,6 @@ class CudaBackend final : public Backend {
     return scale;
   }
 
-  void check_cast_arguments(CastKind kind, const CastArgs& args) const {
-    const std::string_view name = cast_kind_name(kind);
-    if (!args.source || !args.destination) throw UsageError(fmt::format("{} needs a source and a destination", name));
-    if (args.source->dtype() != cast_source_type(kind) || args.destination->dtype() != cast_destination_type(kind) ||
-        args.destination->count() < args.source->count())
-      throw UsageError(fmt::format("{} needs a {} source and a {} destination of its size", name,
-                                   dtype_name(cast_source_type(kind)), dtype_name(cast_destination_type(kind))));
-    if (kind != CastKind::f32_to_e4m3_scaled) return;
-    const auto is_scalar = [](const DeviceBuffer* buffer) {
-      return buffer && buffer->dtype() == DType::f32 && buffer->count() >= 1;
-    };
-    if (!is_scalar(args.scale) || !is_scalar(args.amax))
-      throw UsageError(fmt::format("{} needs one-element fp32 scale and amax buffers", name));
-  }
 
   int device_;
   DeviceInfo info_;

@@ -47,9 +47,5 @@ class ReferenceBackend : public Backend {
 // Value i of a buffer as fp32, whatever its dtype (host memory only).
 float element_as_float(const DeviceBuffer& buffer, std::size_t i);
 
-// Argument checks of stream (all kernels but dot) and cast, shared with the CPU backend's
-// vector loops so both refuse the same calls; throw UsageError.
-void check_stream_buffers(const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c);
-void check_cast_buffers(CastKind kind, const CastArgs& args);
 
 }  // namespace mpbench::reference

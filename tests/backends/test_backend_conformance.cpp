@@ -170,6 +170,21 @@ TEST_P(MemoryConformance, TooLargeAnAllocationIsOutOfMemory) {
   EXPECT_THROW(backend_->allocate(DType::f32, huge), OutOfMemoryError);
 }
 
+TEST_P(MemoryConformance, BadArgumentsAreRefusedAlike) {
+  DeviceBuffer a = backend_->allocate(DType::f32, 64), c = backend_->allocate(DType::f32, 64);
+  DeviceBuffer half = backend_->allocate(DType::f16, 64), small = backend_->allocate(DType::f32, 8);
+  EXPECT_THROW(backend_->stream(StreamKernel::add, a, half, c, 1), UsageError);     // b of another dtype
+  EXPECT_THROW(backend_->stream(StreamKernel::triad, a, small, c, 1), UsageError);  // b too short
+  EXPECT_THROW(backend_->stream(StreamKernel::copy, a, a, small, 1), UsageError);   // c too short
+  EXPECT_THROW(backend_->stream(StreamKernel::dot, a, a, half, 1), UsageError);     // sum must be fp32
+  EXPECT_NO_THROW(backend_->stream(StreamKernel::scale, a, small, c, 1));           // scale never reads b
+  EXPECT_THROW(backend_->cast(CastKind::f32_to_bf16, {&a, &c, nullptr, nullptr, 0}), UsageError);
+  EXPECT_THROW(backend_->cast(CastKind::f16_to_f32, {&half, &small, nullptr, nullptr, 0}), UsageError);
+  DeviceBuffer e4m3 = backend_->allocate(DType::e4m3, 64);
+  EXPECT_THROW(backend_->cast(CastKind::f32_to_e4m3_scaled, {&a, &e4m3, nullptr, nullptr, 0}), UsageError);
+  backend_->synchronize();
+}
+
 const auto kBackends = ::testing::Values(std::string("cpu"), std::string("cuda"));
 INSTANTIATE_TEST_SUITE_P(Backends, GemmConformance, kBackends, backend_name);
 INSTANTIATE_TEST_SUITE_P(Backends, StreamConformance, kBackends, backend_name);
