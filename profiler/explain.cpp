@@ -110,13 +110,19 @@ std::optional<double> number_at(const json& j, std::initializer_list<const char*
   return at->is_number() ? std::optional<double>(at->get<double>()) : std::nullopt;
 }
 
+// j[key] where j may lack the key: operator[] on a const json is undefined behaviour then.
+const json& member_or_null(const json& j, const char* key) {
+  static const json kNull;
+  return j.is_object() && j.contains(key) ? j[key] : kNull;
+}
+
 Finding finding(std::string rule, std::string severity, std::string message, json evidence) {
   return {std::move(rule), std::move(severity), std::move(message), std::move(evidence)};
 }
 
 // cuBLASLt's record of the chosen algorithm says whether it used Tensor Cores.
 void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
-  const json& algo = c.details["algorithm"];
+  const json& algo = member_or_null(c.details, "algorithm");
   if (!algo.contains("tensor_cores") || !algo["tensor_cores"].is_boolean()) return;
   const bool tensor_cores = algo["tensor_cores"].get<bool>();
   const auto misaligned = misaligned_dims(c);
@@ -153,7 +159,7 @@ void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
 // oneDNN names the ISA of the implementation it picked: bf16 without "bf16" in it has no bf16
 // hardware path (e.g. --cpu-isa avx512_core, or a CPU without AVX512-BF16/AMX).
 void cpu_gemm_rules(const CaseResult& c, const ResultDocument& doc, std::vector<Finding>& out) {
-  const json& algo = c.details["algorithm"];
+  const json& algo = member_or_null(c.details, "algorithm");
   if (!algo.contains("implementation") || !algo["implementation"].is_string()) return;
   const auto impl = algo["implementation"].get<std::string>();
   const bool bf16 = c.precision == "bf16", fp16 = c.precision == "fp16";
@@ -243,7 +249,7 @@ void bandwidth_rule(const CaseResult& c, double speedup, std::vector<Finding>& o
 }
 
 std::map<std::string, double> checked_categories(const CaseResult& c) {
-  const json& b = c.details["breakdown"];
+  const json& b = member_or_null(c.details, "breakdown");
   const json& source = b.is_object() && b.contains("categories") ? b["categories"] : b;
   if (!source.is_object())
     throw UsageError(fmt::format("case {}: details.breakdown must be an object of seconds per category", full_id(c)));
@@ -303,7 +309,7 @@ void breakdown_rules(const CaseResult& c, const std::map<std::string, double>& m
                                       "optimizer) take {} of the step: 16-bit storage at best halves them",
                                       pct(memory_bound / total)),
                           {{"seconds", memory_bound}, {"share", memory_bound / total}}));
-  const json& b = c.details["breakdown"];
+  const json& b = member_or_null(c.details, "breakdown");
   const auto gaps = number_at(b, {"gaps_s"}), region = number_at(b, {"region_s"});
   if (gaps && region && *region > 0 && *gaps / *region >= kGapShareOfRegion)
     out.push_back(finding("launch_gaps", "warning",
