@@ -8,6 +8,15 @@
 
 namespace mpbench::cli {
 
+namespace {
+const CLI::Validator kPositive(
+    [](std::string& text) {
+      double value = 0;
+      return CLI::detail::lexical_cast(text, value) && value > 0 ? std::string() : "must be a number above 0, got " + text;
+    },
+    "POSITIVE");
+}  // namespace
+
 void add_run_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("run", "run benchmark suites and write one result document");
   auto o = std::make_shared<RunOptions>();
@@ -25,9 +34,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--shape", o->shapes, "extra GEMM shape MxNxK[xBATCH] for the gemm suite (repeatable)");
   cmd->add_option("--cpu-isa", o->cpu_isa,
                   fmt::format("limit oneDNN to an instruction set, as DNNL_MAX_CPU_ISA does: {}", fmt::join(cpu::isa_names(), ", ")));
-  auto* noise = cmd->add_option("--max-noise", *max_noise, "stop sampling once stddev/mean is below this (default 0.005; --quick 0.02)");
-  auto* mintime = cmd->add_option("--min-time", *min_time, "seconds of device time to accumulate per case at least (default 0.5; --quick 0.05)");
-  auto* limit = cmd->add_option("--timeout", *timeout, "wall-clock seconds per case at most (default 15; --quick 3)");
+  auto* noise = cmd->add_option("--max-noise", *max_noise, "stop sampling once stddev/mean is below this (default 0.005; --quick 0.02)")->check(kPositive);
+  auto* mintime = cmd->add_option("--min-time", *min_time, "seconds of device time to accumulate per case at least (default 0.5; --quick 0.05)")->check(kPositive);
+  auto* limit = cmd->add_option("--timeout", *timeout, "wall-clock seconds per case at most (default 15; --quick 3)")->check(kPositive);
   cmd->allow_extras();
   cmd->footer(
       "Options starting with --benchmark_ go to Google Benchmark, the harness (e.g. --benchmark_filter, "

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "core/env.hpp"
@@ -20,11 +21,24 @@ int main(int argc, char** argv) {
   mpbench::cli::add_policy_command(app, exit_code);
   mpbench::cli::add_compare_command(app, exit_code);
   mpbench::cli::add_explain_command(app, exit_code);
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known |= sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "mpbench: error: unknown command '%s': use one of %s\n", argv[1], names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "mpbench: error: %s (see mpbench --help, or mpbench COMMAND --help)\n", e.what());
+    return 2;
   } catch (const mpbench::UsageError& e) {
     std::fprintf(stderr, "mpbench: error: %s\n", e.what());
     return 2;

@@ -56,6 +56,8 @@ const BadInput kBadInputs[] = {
     {"filter_matches_nothing", {"run", "--suite", "cast", "--device", "cpu", "--filter", "no-such-case"}, "mpbench list"},
     {"unknown_benchmark_option", {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_bogus=1"}, "--benchmark_bogus"},
     {"unknown_option", {"run", "--suite", "cast", "--frobnicate"}, "--frobnicate"},
+    {"negative_timeout", {"run", "--suite", "cast", "--timeout", "-1"}, "must be a number above 0"},
+    {"unknown_command", {"benchmark"}, "unknown command 'benchmark'"},
     {"unknown_cpu_isa", {"run", "--suite", "gemm", "--device", "cpu", "--cpu-isa", "avx9000"}, "avx9000"},
 };
 
