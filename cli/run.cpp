@@ -58,15 +58,10 @@ GemmShape parse_shape(const std::string& text) {
   return s;
 }
 
-std::uint64_t gemm_bytes(const GemmShape& s, const GemmPrecisionInfo& info) {
-  const double in = dtype_size(info.input), out = dtype_size(info.output);
-  return static_cast<std::uint64_t>(s.batch * ((s.m + s.n) * static_cast<double>(s.k) * in + s.m * static_cast<double>(s.n) * out));
-}
-
 void check_shapes_fit(const std::vector<GemmShape>& shapes, const Backend& backend) {
   const std::uint64_t available = backend.device().memory_bytes;
   for (const auto& s : shapes) {
-    const std::uint64_t need = gemm_bytes(s, gemm_precision_info(GemmPrecision::fp32));
+    const std::uint64_t need = gemm_operand_bytes(GemmPrecision::fp32, s);
     if (need > available)
       throw UsageError(fmt::format("--shape {}x{}x{}x{} needs {:.1f} GiB for A, B and C in fp32 but {} has {:.1f} GiB: use a smaller shape",
                                    s.m, s.n, s.k, s.batch, need / 1073741824.0, backend.device().name, available / 1073741824.0));

@@ -95,6 +95,19 @@ DType cast_destination_type(CastKind k) {
   throw std::logic_error("cast kind without a destination type");
 }
 
+void check_gemm_arguments(GemmPrecision precision, const GemmShape& s, const DeviceBuffer& a, const DeviceBuffer& b,
+                          const DeviceBuffer& c) {
+  const GemmPrecisionInfo& info = gemm_precision_info(precision);
+  const auto shape = fmt::format("m={} n={} k={} batch={}", s.m, s.n, s.k, s.batch);
+  if (s.m < 1 || s.n < 1 || s.k < 1 || s.batch < 1)
+    throw UsageError(fmt::format("GEMM dimensions must be positive, got {}", shape));
+  if (a.dtype() != info.input || b.dtype() != info.input || c.dtype() != info.output)
+    throw UsageError(fmt::format("{} GEMM takes {} inputs and a {} output", info.name, dtype_name(info.input),
+                                 dtype_name(info.output)));
+  if (a.count() < s.a_elements() || b.count() < s.b_elements() || c.count() < s.c_elements())
+    throw UsageError(fmt::format("GEMM buffers are smaller than {} needs", shape));
+}
+
 void check_stream_arguments(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c) {
   const std::size_t n = a.count();
   const std::string_view name = stream_kernel_name(kernel);

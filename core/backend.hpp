@@ -100,9 +100,12 @@ struct CastArgs {
 };
 
 // The argument rules every backend enforces, so all refuse the same calls (UsageError):
-// stream: a, and b where the kernel reads it, of one dtype and at least a's size; c like a, or one
+// gemm: see below. stream: a, and b where the kernel reads it, of one dtype and at least a's size; c like a, or one
 // fp32 for dot. cast: the kind's source and destination types, destination at least the source's
 // size; one-element fp32 scale and amax for f32_to_e4m3_scaled.
+// gemm: positive dimensions, the precision's input and output types, buffers of the shape's size.
+void check_gemm_arguments(GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
+                          const DeviceBuffer& b, const DeviceBuffer& c);
 void check_stream_arguments(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c);
 void check_cast_arguments(CastKind kind, const CastArgs& args);
 

@@ -1,6 +1,8 @@
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +34,14 @@ struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t batch = 1;
   double flops() const { return 2.0 * static_cast<double>(batch) * m * n * k; }
+  std::size_t a_elements() const { return static_cast<std::size_t>(batch * m * k); }
+  std::size_t b_elements() const { return static_cast<std::size_t>(batch * n * k); }
+  std::size_t c_elements() const { return static_cast<std::size_t>(batch * m * n); }
 };
+
+// Bytes of A, B and C in the precision's storage types.
+std::uint64_t gemm_operand_bytes(GemmPrecision precision, const GemmShape& shape);
+// Why the libraries refuse this shape in this precision (fp8: m, n and k multiples of 16), or nullopt.
+std::optional<std::string> gemm_shape_rule(GemmPrecision precision, const GemmShape& shape);
 
 }  // namespace mpbench

@@ -73,24 +73,12 @@ nlohmann::json shape_params(const GemmCase& c) {
           {"layout", "A[m,k] row-major, B[n,k] row-major (TN)"}, {"flops", c.shape.flops()}};
 }
 
-std::optional<std::string> alignment_rule(GemmPrecision p, const GemmShape& s) {
-  if (p == GemmPrecision::fp8_e4m3 && (s.m % 16 || s.n % 16 || s.k % 16))
-    return "fp8 GEMMs need m, n and k to be multiples of 16 (cuBLASLt rule)";
-  return std::nullopt;
-}
-
-std::uint64_t bytes_needed(const GemmPrecisionInfo& info, const GemmShape& s) {
-  const auto in = dtype_size(info.input), out = dtype_size(info.output);
-  return static_cast<std::uint64_t>(s.batch) * (s.m * s.k * in + s.n * s.k * in + s.m * s.n * out);
-}
-
 CaseResult measure_gemm(const CaseSpec& spec, GemmPrecision precision, const GemmShape& shape,
                         Backend& backend, const SamplerConfig& config) {
   const auto& info = gemm_precision_info(precision);
-  const auto elements = [](std::int64_t x, std::int64_t y, std::int64_t b) { return static_cast<std::size_t>(x * y * b); };
-  DeviceBuffer a = backend.allocate(info.input, elements(shape.m, shape.k, shape.batch));
-  DeviceBuffer b = backend.allocate(info.input, elements(shape.n, shape.k, shape.batch));
-  DeviceBuffer c = backend.allocate(info.output, elements(shape.m, shape.n, shape.batch));
+  DeviceBuffer a = backend.allocate(info.input, shape.a_elements());
+  DeviceBuffer b = backend.allocate(info.input, shape.b_elements());
+  DeviceBuffer c = backend.allocate(info.output, shape.c_elements());
   // Random inputs: zeros draw less power and run faster on GPUs (shared/research/microbench.md).
   backend.fill_uniform(a, 1, -1.0f, 1.0f);
   backend.fill_uniform(b, 2, -1.0f, 1.0f);
@@ -124,9 +112,9 @@ std::vector<CaseSpec> gemm_cases(Backend& backend, const SuiteOptions& options) 
     for (const auto& info : gemm_precisions()) {
       if (!options.wants(std::string(info.name))) continue;
       CaseSpec spec{"gemm", shape_case.name, std::string(info.name), shape_params(shape_case), {}, {}};
-      spec.params["bytes"] = bytes_needed(info, shape_case.shape);
+      spec.params["bytes"] = gemm_operand_bytes(info.precision, shape_case.shape);
       spec.skip_reason = backend.gemm_unsupported(info.precision);
-      if (!spec.skip_reason) spec.skip_reason = alignment_rule(info.precision, shape_case.shape);
+      if (!spec.skip_reason) spec.skip_reason = gemm_shape_rule(info.precision, shape_case.shape);
       spec.measure = [spec, precision = info.precision, shape = shape_case.shape](Backend& be, const SamplerConfig& config) {
         return measure_gemm(spec, precision, shape, be, config);
       };

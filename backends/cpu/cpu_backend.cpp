@@ -180,7 +180,7 @@ class CpuBackend : public reference::ReferenceBackend {
   std::unique_ptr<PreparedOp> make_gemm(GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
                                         const DeviceBuffer& b, DeviceBuffer& c) override {
     if (auto why = gemm_unsupported(precision)) throw UsageError(*why);
-    ReferenceBackend::make_gemm(precision, shape, a, b, c);  // validates dtypes and sizes
+    check_gemm_arguments(precision, shape, a, b, c);
     try {
       return std::make_unique<OneDnnMatmul>(engine_, stream_, precision, shape, a, b, c);
     } catch (const dnnl::error& e) {

@@ -86,19 +86,9 @@ std::string shape_text(const GemmShape& s) { return fmt::format("m={} n={} k={} 
 
 void check_request(GemmPrecision precision, const GemmShape& s, const DeviceBuffer& a, const DeviceBuffer& b,
                    const DeviceBuffer& c) {
-  const GemmPrecisionInfo& info = gemm_precision_info(precision);
-  if (s.m < 1 || s.n < 1 || s.k < 1 || s.batch < 1)
-    throw UsageError(fmt::format("GEMM dimensions must be positive, got {}", shape_text(s)));
+  check_gemm_arguments(precision, s, a, b, c);
   if (s.batch > INT32_MAX) throw UsageError(fmt::format("GEMM batch {} exceeds cuBLASLt's limit of {}", s.batch, INT32_MAX));
-  if (a.dtype() != info.input || b.dtype() != info.input || c.dtype() != info.output)
-    throw UsageError(fmt::format("{} GEMM takes {} inputs and a {} output", info.name, dtype_name(info.input),
-                                 dtype_name(info.output)));
-  const auto elements = [&](std::int64_t rows, std::int64_t cols) { return static_cast<std::size_t>(s.batch * rows * cols); };
-  if (a.count() < elements(s.m, s.k) || b.count() < elements(s.n, s.k) || c.count() < elements(s.m, s.n))
-    throw UsageError(fmt::format("GEMM buffers are smaller than {} needs", shape_text(s)));
-  if (precision == GemmPrecision::fp8_e4m3 && (s.m % 16 || s.n % 16 || s.k % 16))
-    throw UsageError(fmt::format("fp8-e4m3 GEMM needs m, n and k to be multiples of 16 (cuBLASLt's fp8 rule), got {}",
-                                 shape_text(s)));
+  if (auto rule = gemm_shape_rule(precision, s)) throw UsageError(fmt::format("{}, got {}", *rule, shape_text(s)));
 }
 
 template <typename T>

@@ -93,17 +93,6 @@ class ReferenceGemm : public PreparedOp {
   DeviceBuffer& c_;
 };
 
-void check_gemm_buffers(GemmPrecision precision, const GemmShape& s, const DeviceBuffer& a,
-                        const DeviceBuffer& b, const DeviceBuffer& c) {
-  const auto& info = gemm_precision_info(precision);
-  const auto need = [](std::int64_t x, std::int64_t y, std::int64_t z) { return static_cast<std::size_t>(x * y * z); };
-  if (a.dtype() != info.input || b.dtype() != info.input || c.dtype() != info.output)
-    throw UsageError(fmt::format("{} GEMM takes {} inputs and a {} output", info.name,
-                                 dtype_name(info.input), dtype_name(info.output)));
-  if (a.count() < need(s.batch, s.m, s.k) || b.count() < need(s.batch, s.n, s.k) ||
-      c.count() < need(s.batch, s.m, s.n))
-    throw UsageError("GEMM buffers are smaller than the shape needs");
-}
 
 }  // namespace
 
@@ -175,7 +164,7 @@ std::optional<std::string> ReferenceBackend::gemm_unsupported(GemmPrecision) con
 std::unique_ptr<PreparedOp> ReferenceBackend::make_gemm(GemmPrecision precision, const GemmShape& shape,
                                                         const DeviceBuffer& a, const DeviceBuffer& b,
                                                         DeviceBuffer& c) {
-  check_gemm_buffers(precision, shape, a, b, c);
+  check_gemm_arguments(precision, shape, a, b, c);
   return std::make_unique<ReferenceGemm>(precision, shape, a, b, c);
 }
 
