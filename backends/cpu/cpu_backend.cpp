@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -163,18 +164,11 @@ class CpuBackend : public reference::ReferenceBackend {
  public:
   CpuBackend() : ReferenceBackend(true), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
+  // Asked for every case a suite builds; oneDNN's answer cannot change within a process.
   std::optional<std::string> gemm_unsupported(GemmPrecision precision) const override {
-    const auto& info = gemm_precision_info(precision);
-    if (precision == GemmPrecision::tf32) return "TF32 is a GPU Tensor Core format; CPUs have no TF32 matmul";
-    if (precision == GemmPrecision::fp16_acc16) return "oneDNN has no fp16-accumulating matmul on CPUs";
-    if (precision == GemmPrecision::fp8_e4m3) return "oneDNN 2.x has no fp8 matmul on CPUs";
-    try {
-      matmul_descriptor(engine_, precision, {64, 64, 64, 1});
-      return std::nullopt;
-    } catch (const dnnl::error&) {
-      return fmt::format("{} matmul not supported by oneDNN on this CPU (effective ISA {})", info.name,
-                         effective_isa_name());
-    }
+    auto [it, first_time] = gemm_support_.try_emplace(precision);
+    if (first_time) it->second = probe_gemm_support(precision);
+    return it->second;
   }
 
   std::unique_ptr<PreparedOp> make_gemm(GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
@@ -210,7 +204,22 @@ class CpuBackend : public reference::ReferenceBackend {
   }
 
  private:
+  std::optional<std::string> probe_gemm_support(GemmPrecision precision) const {
+    const auto& info = gemm_precision_info(precision);
+    if (precision == GemmPrecision::tf32) return "TF32 is a GPU Tensor Core format; CPUs have no TF32 matmul";
+    if (precision == GemmPrecision::fp16_acc16) return "oneDNN has no fp16-accumulating matmul on CPUs";
+    if (precision == GemmPrecision::fp8_e4m3) return "oneDNN 2.x has no fp8 matmul on CPUs";
+    try {
+      matmul_descriptor(engine_, precision, {64, 64, 64, 1});
+      return std::nullopt;
+    } catch (const dnnl::error&) {
+      return fmt::format("{} matmul not supported by oneDNN on this CPU (effective ISA {})", info.name,
+                         effective_isa_name());
+    }
+  }
+
   mutable dnnl::engine engine_;
+  mutable std::map<GemmPrecision, std::optional<std::string>> gemm_support_;
   dnnl::stream stream_;
 };
 
