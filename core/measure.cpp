@@ -73,18 +73,18 @@ Measurement measure(Backend& backend, const std::function<void()>& op, const Sam
     measured_s += t;
     const int n = static_cast<int>(samples.size());
     const double elapsed = std::chrono::duration<double>(clock::now() - started).count();
-    if (n >= config.min_samples && measured_s >= config.min_time_s &&
-        noise_of(samples) <= config.max_noise) {
+    const double noise = noise_of(samples);
+    if (n >= config.min_samples && measured_s >= config.min_time_s && noise <= config.max_noise) {
       m.converged = true;
-      m.stop_reason = fmt::format("noise {:.2f}% <= {:.2f}%", 100 * noise_of(samples), 100 * config.max_noise);
+      m.stop_reason = fmt::format("noise {:.2f}% <= {:.2f}%", 100 * noise, 100 * config.max_noise);
       break;
     }
     if (n >= config.max_samples) {
-      m.stop_reason = fmt::format("max_samples {} reached, noise {:.2f}%", n, 100 * noise_of(samples));
+      m.stop_reason = fmt::format("max_samples {} reached, noise {:.2f}%", n, 100 * noise);
       break;
     }
     if (elapsed >= config.timeout_s && n >= std::min(config.min_samples, 3)) {
-      m.stop_reason = fmt::format("timeout {:.1f} s reached, noise {:.2f}%", config.timeout_s, 100 * noise_of(samples));
+      m.stop_reason = fmt::format("timeout {:.1f} s reached, noise {:.2f}%", config.timeout_s, 100 * noise);
       break;
     }
   }
