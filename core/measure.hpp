@@ -22,6 +22,11 @@ struct SamplerConfig {
 
   static SamplerConfig standard() { return {}; }
   static SamplerConfig quick();
+  SamplerConfig without_flush() const {
+    SamplerConfig c = *this;
+    c.flush_cache = false;
+    return c;
+  }
   nlohmann::json to_json() const;
 };
 

@@ -28,12 +28,6 @@ std::vector<std::int64_t> sweep_elements(const Backend& backend, bool quick) {
 
 double gbps(double bytes, const Measurement& m) { return bytes / m.seconds_per_op.median / 1e9; }
 
-// The sweep measures whatever level of the hierarchy the arrays fit in, so no flush between samples.
-SamplerConfig hot(SamplerConfig config) {
-  config.flush_cache = false;
-  return config;
-}
-
 void add_peak(CaseResult& r, const Backend& backend) {
   if (auto row = find_datasheet(backend.device().name)) {
     r.rates["pct_of_peak"] = 100.0 * r.rates["gbps"].get<double>() / row->memory_gb_per_s;
@@ -43,6 +37,7 @@ void add_peak(CaseResult& r, const Backend& backend) {
   }
 }
 
+// The sweep measures whatever level of the hierarchy the arrays fit in, so no flush between samples.
 CaseResult measure_stream(const CaseSpec& spec, StreamKernel kernel, DType type, std::int64_t n,
                           Backend& backend, const SamplerConfig& config) {
   const auto count = static_cast<std::size_t>(n);
@@ -50,7 +45,7 @@ CaseResult measure_stream(const CaseSpec& spec, StreamKernel kernel, DType type,
   DeviceBuffer c = kernel == StreamKernel::dot ? backend.allocate(DType::f32, 1) : backend.allocate(type, count);
   backend.fill_uniform(a, 11, 0.5f, 1.5f);
   backend.fill_uniform(b, 12, 0.5f, 1.5f);
-  const Measurement m = measure(backend, [&] { backend.stream(kernel, a, b, c, 0.4f); }, hot(config));
+  const Measurement m = measure(backend, [&] { backend.stream(kernel, a, b, c, 0.4f); }, config.without_flush());
   CaseResult r = measured_case(spec, backend, m);
   r.rates["gbps"] = gbps(spec.params["bytes"].get<double>(), m);
   add_peak(r, backend);
@@ -61,7 +56,7 @@ CaseResult measure_memcpy(const CaseSpec& spec, std::int64_t n, Backend& backend
   DeviceBuffer source = backend.allocate(DType::f32, static_cast<std::size_t>(n));
   DeviceBuffer destination = backend.allocate(DType::f32, static_cast<std::size_t>(n));
   backend.fill_uniform(source, 13, 0.5f, 1.5f);
-  const Measurement m = measure(backend, [&] { backend.copy(destination, source); }, hot(config));
+  const Measurement m = measure(backend, [&] { backend.copy(destination, source); }, config.without_flush());
   CaseResult r = measured_case(spec, backend, m);
   r.rates["gbps"] = gbps(spec.params["bytes"].get<double>(), m);
   add_peak(r, backend);
@@ -72,7 +67,7 @@ CaseResult measure_transfer(const CaseSpec& spec, TransferDirection direction, s
                             Backend& backend, const SamplerConfig& config) {
   std::string why_not;
   auto transfer = backend.make_host_transfer(direction, bytes, &why_not);
-  const Measurement m = measure(backend, [&] { transfer->run(); }, hot(config));
+  const Measurement m = measure(backend, [&] { transfer->run(); }, config.without_flush());
   CaseResult r = measured_case(spec, backend, m);
   r.rates["gbps"] = gbps(static_cast<double>(bytes), m);
   r.details["transfer"] = transfer->details();

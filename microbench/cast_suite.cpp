@@ -31,11 +31,7 @@ std::int64_t cast_elements(const Backend& backend, bool quick) {
   return quick ? (4ll << 20) : (16ll << 20);
 }
 
-SamplerConfig without_flush(SamplerConfig config) {
-  config.flush_cache = false;  // the arrays are larger than the cache; a flush would only add noise
-  return config;
-}
-
+// No flush between samples: the arrays are larger than the cache, a flush would only add noise.
 CaseResult measure_cast(const CaseSpec& spec, CastKind kind, std::int64_t n, Backend& backend,
                         const SamplerConfig& config) {
   const auto count = static_cast<std::size_t>(n);
@@ -46,7 +42,7 @@ CaseResult measure_cast(const CaseSpec& spec, CastKind kind, std::int64_t n, Bac
   const float scale_value = 448.0f / 4.0f;  // e4m3's largest value over the inputs' largest magnitude
   backend.upload(scale, &scale_value, sizeof scale_value);
   const CastArgs args{&source, &destination, &scale, &amax, 22};
-  const Measurement m = measure(backend, [&] { backend.cast(kind, args); }, without_flush(config));
+  const Measurement m = measure(backend, [&] { backend.cast(kind, args); }, config.without_flush());
   CaseResult r = measured_case(spec, backend, m);
   r.rates["gbps"] = spec.params["bytes"].get<double>() / m.seconds_per_op.median / 1e9;
   return r;
@@ -56,7 +52,7 @@ CaseResult measure_copy(const CaseSpec& spec, std::int64_t n, Backend& backend, 
   const auto count = static_cast<std::size_t>(n);
   DeviceBuffer a = backend.allocate(DType::f32, count), c = backend.allocate(DType::f32, count);
   backend.fill_uniform(a, 23, -4.0f, 4.0f);
-  const Measurement m = measure(backend, [&] { backend.stream(StreamKernel::copy, a, a, c, 0); }, without_flush(config));
+  const Measurement m = measure(backend, [&] { backend.stream(StreamKernel::copy, a, a, c, 0); }, config.without_flush());
   CaseResult r = measured_case(spec, backend, m);
   r.rates["gbps"] = spec.params["bytes"].get<double>() / m.seconds_per_op.median / 1e9;
   return r;
