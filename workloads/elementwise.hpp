@@ -3,6 +3,9 @@
 // kernels), so the CPU tests cover the code the kernels run.
 #include <cmath>
 
+#include "amp/format_info.hpp"
+#include "amp/formats.hpp"
+#include "core/gemm.hpp"
 #include "core/hostdevice.hpp"
 
 namespace mpbench::workloads {
@@ -49,6 +52,33 @@ MPB_HD void adamw_update_element(Real& param, Real& m, Real& v, Real grad, const
   const Real m_hat = m / (Real(1) - pow(Real(s.beta1), Real(s.t)));
   const Real v_hat = v / (Real(1) - pow(Real(s.beta2), Real(s.t)));
   param -= Real(s.lr) * (m_hat / (sqrt(v_hat) + Real(s.eps)) + Real(s.weight_decay) * param);
+}
+
+// x rounded to the nearest value of `format` (round to nearest even; inf past fp16's and bf16's
+// range, NaN past e4m3's): what storing x in that format and reading it back gives.
+MPB_HD float round_to_format(float x, num::Format format) {
+  switch (format) {
+    case num::Format::tf32: return num::round_to_tf32(x);
+    case num::Format::fp16: return num::f16_bits_to_f32(num::f32_to_f16_bits(x));
+    case num::Format::bf16: return num::bf16_bits_to_f32(num::f32_to_bf16_bits(x));
+    case num::Format::e4m3: return num::e4m3_bits_to_f32(num::f32_to_e4m3_bits(x, false));
+    case num::Format::e5m2: return num::e5m2_bits_to_f32(num::f32_to_e5m2_bits(x, false));
+    case num::Format::fp32: break;
+  }
+  return x;
+}
+
+// The format a GEMM of this precision reads its inputs in.
+inline num::Format gemm_input_format(GemmPrecision precision) {
+  switch (precision) {
+    case GemmPrecision::tf32: return num::Format::tf32;
+    case GemmPrecision::fp16:
+    case GemmPrecision::fp16_acc16: return num::Format::fp16;
+    case GemmPrecision::bf16: return num::Format::bf16;
+    case GemmPrecision::fp8_e4m3: return num::Format::e4m3;
+    case GemmPrecision::fp32: break;
+  }
+  return num::Format::fp32;
 }
 
 }  // namespace mpbench::workloads

@@ -19,7 +19,32 @@ double normal_at(std::uint64_t seed, std::uint64_t i) {
 
 std::string block(int l, const char* rest) { return "h." + std::to_string(l) + "." + rest; }
 
+// Opens the op's range (NVTX on CUDA, host timing on the CPU) for the duration of body().
+template <typename Real, typename Body>
+void in_range(TransformerOps<Real>& ops, const char* op, int layer, Phase phase, Body&& body) {
+  ops.begin_op(op, layer, phase);
+  try {
+    body();
+  } catch (...) {
+    ops.end_op();
+    throw;
+  }
+  ops.end_op();
+}
+
 }  // namespace
+
+GemmPrecision gemm_precision(amp::Mode mode) {
+  switch (mode) {
+    case amp::Mode::tf32: return GemmPrecision::tf32;
+    case amp::Mode::amp_fp16: return GemmPrecision::fp16;
+    case amp::Mode::amp_bf16:
+    case amp::Mode::bf16: return GemmPrecision::bf16;
+    case amp::Mode::fp8: return GemmPrecision::fp8_e4m3;
+    case amp::Mode::fp32: break;
+  }
+  return GemmPrecision::fp32;
+}
 
 std::vector<ParameterTensor> parameter_layout(const GptConfig& config) {
   const std::size_t C = config.channels;
@@ -56,8 +81,8 @@ struct Gpt2Model<Real>::Layer {
 };
 
 template <typename Real>
-Gpt2Model<Real>::Gpt2Model(const GptConfig& config, int B, int T, TransformerOps<Real>& ops)
-    : config_(config), B_(B), T_(T), ops_(ops), tensors_(parameter_layout(config)) {
+Gpt2Model<Real>::Gpt2Model(const GptConfig& config, int B, int T, TransformerOps<Real>& ops, amp::Mode mode)
+    : config_(config), B_(B), T_(T), ops_(ops), policy_(amp::policy(mode)), tensors_(parameter_layout(config)) {
   if (B < 1 || T < 1 || T > config.max_seq) {
     throw UsageError("sequence length " + std::to_string(T) + " is outside [1, " +
                      std::to_string(config.max_seq) + "] for config '" + config.name + "'");
@@ -66,10 +91,11 @@ Gpt2Model<Real>::Gpt2Model(const GptConfig& config, int B, int T, TransformerOps
     throw UsageError("config '" + config.name + "': channels must be a multiple of heads");
   }
   const std::size_t count = tensors_.back().offset + tensors_.back().size;
-  params_.assign(count, Real(0));
-  grads_.assign(count, Real(0));
-  allocate(acts_);
-  allocate(dacts_);
+  params_ = OpsArray<Real>(ops, count);
+  grads_ = OpsArray<Real>(ops, count);
+  activation_bytes_ = allocate(acts_, false) + allocate(dacts_, true);
+  inputs_ = OpsArray<std::int32_t>(ops, static_cast<std::size_t>(B) * T);
+  targets_ = OpsArray<std::int32_t>(ops, static_cast<std::size_t>(B) * T);
 }
 
 template <typename Real>
@@ -80,12 +106,21 @@ const ParameterTensor& Gpt2Model<Real>::tensor(const std::string& name) const {
 }
 
 template <typename Real>
-Real* Gpt2Model<Real>::at(std::vector<Real>& buffer, const std::string& name) {
+void Gpt2Model<Real>::upload_params(const std::vector<Real>& values) {
+  if (values.size() != params_.size()) {
+    throw UsageError("expected " + std::to_string(params_.size()) + " parameters for config '" + config_.name +
+                     "', got " + std::to_string(values.size()));
+  }
+  params_.upload(values);
+}
+
+template <typename Real>
+Real* Gpt2Model<Real>::at(OpsArray<Real>& buffer, const std::string& name) {
   return buffer.data() + tensor(name).offset;
 }
 
 template <typename Real>
-typename Gpt2Model<Real>::Layer Gpt2Model<Real>::layer(std::vector<Real>& buffer, int l) {
+typename Gpt2Model<Real>::Layer Gpt2Model<Real>::layer(OpsArray<Real>& buffer, int l) {
   return Layer{at(buffer, block(l, "ln_1.weight")),        at(buffer, block(l, "ln_1.bias")),
                at(buffer, block(l, "attn.c_attn.weight")), at(buffer, block(l, "attn.c_attn.bias")),
                at(buffer, block(l, "attn.c_proj.weight")), at(buffer, block(l, "attn.c_proj.bias")),
@@ -95,43 +130,53 @@ typename Gpt2Model<Real>::Layer Gpt2Model<Real>::layer(std::vector<Real>& buffer
 }
 
 template <typename Real>
-void Gpt2Model<Real>::allocate(Activations& acts) const {
+std::size_t Gpt2Model<Real>::allocate(Activations& acts, bool gradients) {
   const std::size_t N = static_cast<std::size_t>(B_) * T_;
   const std::size_t C = config_.channels;
   const std::size_t NH = config_.heads;
-  acts.encoded.assign(N * C, Real(0));
+  // The backward needs no gradients of the saved statistics nor of the attention matrix.
+  const std::size_t saved_rows = gradients ? 0 : N;
+  const std::size_t attention = gradients ? 0 : B_ * NH * T_ * T_;
+  std::size_t bytes = 0;
+  auto make = [&](std::size_t count) {
+    OpsArray<Real> array(ops_, count);
+    bytes += array.bytes();
+    return array;
+  };
+  acts.encoded = make(N * C);
   acts.layers.resize(config_.layers);
   for (LayerActivations& a : acts.layers) {
-    for (auto* v : {&a.ln1, &a.atty, &a.attproj, &a.residual2, &a.ln2, &a.fcproj, &a.residual3}) v->assign(N * C, 0);
-    for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->assign(N, 0);
-    a.qkv.assign(N * 3 * C, 0);
-    a.att.assign(B_ * NH * T_ * T_, 0);
-    a.fch.assign(N * 4 * C, 0);
-    a.fch_gelu.assign(N * 4 * C, 0);
+    for (auto* v : {&a.ln1, &a.atty, &a.attproj, &a.residual2, &a.ln2, &a.fcproj, &a.residual3}) *v = make(N * C);
+    for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) *v = make(saved_rows);
+    a.qkv = make(N * 3 * C);
+    a.att = make(attention);
+    a.fch = make(N * 4 * C);
+    a.fch_gelu = make(N * 4 * C);
   }
-  acts.lnf.assign(N * C, 0);
-  acts.lnf_mean.assign(N, 0);
-  acts.lnf_rstd.assign(N, 0);
-  acts.logits.assign(N * config_.padded_vocab(), 0);
-  acts.probs.assign(N * config_.padded_vocab(), 0);
-  acts.losses.assign(N, 0);
+  acts.lnf = make(N * C);
+  acts.lnf_mean = make(saved_rows);
+  acts.lnf_rstd = make(saved_rows);
+  acts.logits = make(N * config_.padded_vocab());
+  acts.probs = make(gradients ? 0 : N * config_.padded_vocab());
+  acts.losses = make(N);
+  return bytes;
 }
 
 template <typename Real>
-void Gpt2Model<Real>::zero(Activations& acts) const {
-  auto clear = [](std::vector<Real>& v) { std::fill(v.begin(), v.end(), Real(0)); };
-  clear(acts.encoded);
+void Gpt2Model<Real>::zero(Activations& acts) {
+  acts.encoded.zero();
   for (LayerActivations& a : acts.layers) {
     for (auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att, &a.atty, &a.attproj, &a.residual2, &a.ln2,
                     &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.fcproj, &a.residual3}) {
-      clear(*v);
+      v->zero();
     }
   }
-  for (auto* v : {&acts.lnf, &acts.lnf_mean, &acts.lnf_rstd, &acts.logits, &acts.probs, &acts.losses}) clear(*v);
+  for (auto* v : {&acts.lnf, &acts.lnf_mean, &acts.lnf_rstd, &acts.logits, &acts.probs, &acts.losses}) v->zero();
 }
 
 template <typename Real>
 void Gpt2Model<Real>::init(std::uint64_t seed) {
+  std::vector<Real> values(params_.size(), Real(0));
   const double residual_scale = 1.0 / std::sqrt(2.0 * config_.layers);
   for (const ParameterTensor& t : tensors_) {
     const bool layernorm_weight = t.name.ends_with("ln_1.weight") || t.name.ends_with("ln_2.weight") ||
@@ -144,40 +189,66 @@ void Gpt2Model<Real>::init(std::uint64_t seed) {
       } else if (t.is_matrix) {
         value = 0.02 * normal_at(seed, t.offset + i) * (residual_projection ? residual_scale : 1.0);
       }
-      params_[t.offset + i] = static_cast<Real>(value);
+      values[t.offset + i] = static_cast<Real>(value);
     }
   }
   // The padded vocabulary rows are never looked up nor predicted: keep them 0.
   const std::size_t C = config_.channels;
-  std::fill(params_.begin() + static_cast<std::ptrdiff_t>(config_.vocab * C),
-            params_.begin() + static_cast<std::ptrdiff_t>(config_.padded_vocab() * C), Real(0));
+  std::fill(values.begin() + static_cast<std::ptrdiff_t>(config_.vocab * C),
+            values.begin() + static_cast<std::ptrdiff_t>(config_.padded_vocab() * C), Real(0));
+  params_.upload(values);
 }
 
 template <typename Real>
-void Gpt2Model<Real>::zero_grad() {
-  std::fill(grads_.begin(), grads_.end(), Real(0));
+void Gpt2Model<Real>::store(Real* x, std::size_t n, amp::OpCategory op) {
+  const num::Format format = policy_.op(op).output;
+  if (format != num::Format::fp32) ops_.round_to(x, n, format);
 }
 
 template <typename Real>
 void Gpt2Model<Real>::block_forward(int l, const Real* residual) {
+  using amp::OpCategory;
   const int N = B_ * T_, C = config_.channels;
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
   const Layer p = layer(params_, l);
   LayerActivations& a = acts_.layers[l];
-  ops_.layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), residual, p.ln1w, p.ln1b, N, C);
-  ops_.matmul_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C);
-  ops_.attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, config_.heads);
-  ops_.matmul_forward(a.attproj.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C);
-  ops_.residual_forward(a.residual2.data(), residual, a.attproj.data(), a.residual2.size());
-  ops_.layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.residual2.data(), p.ln2w, p.ln2b,
-                         N, C);
-  ops_.matmul_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C);
-  ops_.gelu_forward(a.fch_gelu.data(), a.fch.data(), a.fch.size());
-  ops_.matmul_forward(a.fcproj.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C);
-  ops_.residual_forward(a.residual3.data(), a.residual2.data(), a.fcproj.data(), a.residual3.size());
+  const Phase fwd = Phase::forward;
+  in_range(ops_, "ln_1", l, fwd, [&] {
+    ops_.layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), residual, p.ln1w, p.ln1b, N, C);
+    store(a.ln1.data(), NC, OpCategory::layernorm);
+  });
+  in_range(ops_, "c_attn", l, fwd, [&] { ops_.matmul_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C); });
+  in_range(ops_, "attention", l, fwd, [&] {
+    ops_.attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, config_.heads);
+    store(a.atty.data(), NC, OpCategory::attention);
+  });
+  in_range(ops_, "attn.c_proj", l, fwd,
+           [&] { ops_.matmul_forward(a.attproj.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C); });
+  in_range(ops_, "residual_1", l, fwd, [&] {
+    ops_.residual_forward(a.residual2.data(), residual, a.attproj.data(), NC);
+    store(a.residual2.data(), NC, OpCategory::add_concat);
+  });
+  in_range(ops_, "ln_2", l, fwd, [&] {
+    ops_.layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.residual2.data(), p.ln2w, p.ln2b,
+                           N, C);
+    store(a.ln2.data(), NC, OpCategory::layernorm);
+  });
+  in_range(ops_, "c_fc", l, fwd, [&] { ops_.matmul_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C); });
+  in_range(ops_, "gelu", l, fwd, [&] {
+    ops_.gelu_forward(a.fch_gelu.data(), a.fch.data(), a.fch.size());
+    store(a.fch_gelu.data(), a.fch_gelu.size(), OpCategory::gelu);
+  });
+  in_range(ops_, "mlp.c_proj", l, fwd,
+           [&] { ops_.matmul_forward(a.fcproj.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C); });
+  in_range(ops_, "residual_2", l, fwd, [&] {
+    ops_.residual_forward(a.residual3.data(), a.residual2.data(), a.fcproj.data(), NC);
+    store(a.residual3.data(), NC, OpCategory::add_concat);
+  });
 }
 
 template <typename Real>
 double Gpt2Model<Real>::forward(const std::int32_t* inputs, const std::int32_t* targets) {
+  using amp::OpCategory;
   const int N = B_ * T_, C = config_.channels;
   const int V = config_.vocab, Vp = config_.padded_vocab();
   for (int i = 0; i < N; ++i) {
@@ -185,69 +256,129 @@ double Gpt2Model<Real>::forward(const std::int32_t* inputs, const std::int32_t* 
       throw UsageError("token outside the vocabulary of " + std::to_string(V) + " at position " + std::to_string(i));
     }
   }
-  inputs_.assign(inputs, inputs + N);
-  targets_.assign(targets, targets + N);
-  ops_.encoder_forward(acts_.encoded.data(), inputs, at(params_, "wte.weight"), at(params_, "wpe.weight"), B_, T_,
-                       C);
+  ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(OpCategory::matmul).output});
+  inputs_.upload(std::vector<std::int32_t>(inputs, inputs + N));
+  targets_.upload(std::vector<std::int32_t>(targets, targets + N));
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  in_range(ops_, "embedding", -1, Phase::forward, [&] {
+    ops_.encoder_forward(acts_.encoded.data(), inputs_.data(), at(params_, "wte.weight"), at(params_, "wpe.weight"),
+                         B_, T_, C);
+    store(acts_.encoded.data(), NC, OpCategory::embedding);
+  });
   const Real* residual = acts_.encoded.data();
   for (int l = 0; l < config_.layers; ++l) {
     block_forward(l, residual);
     residual = acts_.layers[l].residual3.data();
   }
-  ops_.layernorm_forward(acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), residual,
-                         at(params_, "ln_f.weight"), at(params_, "ln_f.bias"), N, C);
-  ops_.matmul_forward(acts_.logits.data(), acts_.lnf.data(), at(params_, "wte.weight"), nullptr, N, C, Vp);
-  ops_.softmax_crossentropy_forward(acts_.losses.data(), acts_.probs.data(), acts_.logits.data(), targets, N, V, Vp);
+  in_range(ops_, "ln_f", -1, Phase::forward, [&] {
+    ops_.layernorm_forward(acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), residual,
+                           at(params_, "ln_f.weight"), at(params_, "ln_f.bias"), N, C);
+    store(acts_.lnf.data(), NC, OpCategory::layernorm);
+  });
+  in_range(ops_, "lm_head", -1, Phase::forward, [&] {
+    ops_.matmul_forward(acts_.logits.data(), acts_.lnf.data(), at(params_, "wte.weight"), nullptr, N, C, Vp);
+  });
+  in_range(ops_, "cross_entropy", -1, Phase::forward, [&] {
+    ops_.softmax_crossentropy_forward(acts_.losses.data(), acts_.probs.data(), acts_.logits.data(), targets_.data(),
+                                      N, V, Vp);
+  });
+  has_forward_ = true;
   double total = 0;
-  for (Real loss : acts_.losses) total += loss;
+  for (Real loss : acts_.losses.download()) total += loss;
   return total / N;
 }
 
 template <typename Real>
 void Gpt2Model<Real>::block_backward(int l, const Real* residual, Real* dresidual) {
+  using amp::OpCategory;
   const int N = B_ * T_, C = config_.channels;
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
   const Layer p = layer(params_, l);
   const Layer g = layer(grads_, l);
   LayerActivations& a = acts_.layers[l];
   LayerActivations& d = dacts_.layers[l];
-  ops_.residual_backward(d.residual2.data(), d.fcproj.data(), d.residual3.data(), d.residual3.size());
-  ops_.matmul_backward(d.fch_gelu.data(), g.fcprojw, g.fcprojb, d.fcproj.data(), a.fch_gelu.data(), p.fcprojw, N,
-                       4 * C, C);
-  ops_.gelu_backward(d.fch.data(), d.fch_gelu.data(), a.fch.data(), a.fch.size());
-  ops_.matmul_backward(d.ln2.data(), g.fcw, g.fcb, d.fch.data(), a.ln2.data(), p.fcw, N, C, 4 * C);
-  ops_.layernorm_backward(d.residual2.data(), g.ln2w, g.ln2b, d.ln2.data(), a.residual2.data(), p.ln2w,
-                          a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
-  ops_.residual_backward(dresidual, d.attproj.data(), d.residual2.data(), d.residual2.size());
-  ops_.matmul_backward(d.atty.data(), g.attprojw, g.attprojb, d.attproj.data(), a.atty.data(), p.attprojw, N, C, C);
-  ops_.attention_backward(d.qkv.data(), d.atty.data(), a.qkv.data(), a.att.data(), B_, T_, C, config_.heads);
-  ops_.matmul_backward(d.ln1.data(), g.qkvw, g.qkvb, d.qkv.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
-  ops_.layernorm_backward(dresidual, g.ln1w, g.ln1b, d.ln1.data(), residual, p.ln1w, a.ln1_mean.data(),
-                          a.ln1_rstd.data(), N, C);
+  const Phase bwd = Phase::backward;
+  // The gradient reaching a low-precision branch through a residual add is held in the branch's
+  // type, as autocast's cast back to the input dtype does.
+  in_range(ops_, "residual_2", l, bwd, [&] {
+    ops_.residual_backward(d.residual2.data(), d.fcproj.data(), d.residual3.data(), NC);
+    store(d.fcproj.data(), NC, OpCategory::matmul);
+  });
+  in_range(ops_, "mlp.c_proj", l, bwd, [&] {
+    ops_.matmul_backward(d.fch_gelu.data(), g.fcprojw, g.fcprojb, d.fcproj.data(), a.fch_gelu.data(), p.fcprojw, N,
+                         4 * C, C);
+  });
+  in_range(ops_, "gelu", l, bwd, [&] {
+    ops_.gelu_backward(d.fch.data(), d.fch_gelu.data(), a.fch.data(), a.fch.size());
+    store(d.fch.data(), d.fch.size(), OpCategory::gelu);
+  });
+  in_range(ops_, "c_fc", l, bwd,
+           [&] { ops_.matmul_backward(d.ln2.data(), g.fcw, g.fcb, d.fch.data(), a.ln2.data(), p.fcw, N, C, 4 * C); });
+  in_range(ops_, "ln_2", l, bwd, [&] {
+    ops_.layernorm_backward(d.residual2.data(), g.ln2w, g.ln2b, d.ln2.data(), a.residual2.data(), p.ln2w,
+                            a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
+    store(d.residual2.data(), NC, OpCategory::add_concat);
+  });
+  in_range(ops_, "residual_1", l, bwd, [&] {
+    ops_.residual_backward(dresidual, d.attproj.data(), d.residual2.data(), NC);
+    store(d.attproj.data(), NC, OpCategory::matmul);
+  });
+  in_range(ops_, "attn.c_proj", l, bwd, [&] {
+    ops_.matmul_backward(d.atty.data(), g.attprojw, g.attprojb, d.attproj.data(), a.atty.data(), p.attprojw, N, C,
+                         C);
+  });
+  in_range(ops_, "attention", l, bwd, [&] {
+    ops_.attention_backward(d.qkv.data(), d.atty.data(), a.qkv.data(), a.att.data(), B_, T_, C, config_.heads);
+    store(d.qkv.data(), d.qkv.size(), OpCategory::attention);
+  });
+  in_range(ops_, "c_attn", l, bwd, [&] {
+    ops_.matmul_backward(d.ln1.data(), g.qkvw, g.qkvb, d.qkv.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
+  });
+  in_range(ops_, "ln_1", l, bwd, [&] {
+    ops_.layernorm_backward(dresidual, g.ln1w, g.ln1b, d.ln1.data(), residual, p.ln1w, a.ln1_mean.data(),
+                            a.ln1_rstd.data(), N, C);
+    store(dresidual, NC, OpCategory::add_concat);
+  });
 }
 
 template <typename Real>
 void Gpt2Model<Real>::backward(double loss_weight) {
-  if (inputs_.empty()) throw UsageError("backward() needs a forward() first");
+  using amp::OpCategory;
+  if (!has_forward_) throw UsageError("backward() needs a forward() first");
   const int N = B_ * T_, C = config_.channels;
   const int V = config_.vocab, Vp = config_.padded_vocab();
+  ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(OpCategory::matmul).output});
   zero(dacts_);
-  std::fill(dacts_.losses.begin(), dacts_.losses.end(), static_cast<Real>(loss_weight / N));
-  ops_.softmax_crossentropy_backward(dacts_.logits.data(), dacts_.losses.data(), acts_.probs.data(),
-                                     targets_.data(), N, V, Vp);
-  ops_.matmul_backward(dacts_.lnf.data(), at(grads_, "wte.weight"), nullptr, dacts_.logits.data(),
-                       acts_.lnf.data(), at(params_, "wte.weight"), N, C, Vp);
+  dacts_.losses.upload(std::vector<Real>(dacts_.losses.size(), static_cast<Real>(loss_weight / N)));
+  in_range(ops_, "cross_entropy", -1, Phase::backward, [&] {
+    ops_.softmax_crossentropy_backward(dacts_.logits.data(), dacts_.losses.data(), acts_.probs.data(),
+                                       targets_.data(), N, V, Vp);
+    store(dacts_.logits.data(), dacts_.logits.size(), OpCategory::matmul);
+  });
+  in_range(ops_, "lm_head", -1, Phase::backward, [&] {
+    ops_.matmul_backward(dacts_.lnf.data(), at(grads_, "wte.weight"), nullptr, dacts_.logits.data(),
+                         acts_.lnf.data(), at(params_, "wte.weight"), N, C, Vp);
+  });
   const int last = config_.layers - 1;
   const Real* residual = last >= 0 ? acts_.layers[last].residual3.data() : acts_.encoded.data();
   Real* dresidual = last >= 0 ? dacts_.layers[last].residual3.data() : dacts_.encoded.data();
-  ops_.layernorm_backward(dresidual, at(grads_, "ln_f.weight"), at(grads_, "ln_f.bias"), dacts_.lnf.data(), residual,
-                          at(params_, "ln_f.weight"), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
+  in_range(ops_, "ln_f", -1, Phase::backward, [&] {
+    ops_.layernorm_backward(dresidual, at(grads_, "ln_f.weight"), at(grads_, "ln_f.bias"), dacts_.lnf.data(),
+                            residual, at(params_, "ln_f.weight"), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
+    store(dresidual, static_cast<std::size_t>(N) * C, OpCategory::add_concat);
+  });
   for (int l = last; l >= 0; --l) {
     const Real* block_input = l > 0 ? acts_.layers[l - 1].residual3.data() : acts_.encoded.data();
     Real* dblock_input = l > 0 ? dacts_.layers[l - 1].residual3.data() : dacts_.encoded.data();
     block_backward(l, block_input, dblock_input);
   }
-  ops_.encoder_backward(at(grads_, "wte.weight"), at(grads_, "wpe.weight"), dacts_.encoded.data(), inputs_.data(),
-                        B_, T_, C);
+  in_range(ops_, "embedding", -1, Phase::backward, [&] {
+    ops_.encoder_backward(at(grads_, "wte.weight"), at(grads_, "wpe.weight"), dacts_.encoded.data(), inputs_.data(),
+                          B_, T_, C);
+    // Parameter gradients are kept in the type the optimizer reads (bf16 in the bf16 mode).
+    const num::Format gradient_format = policy_.op(OpCategory::optimizer).input;
+    if (gradient_format != num::Format::fp32) ops_.round_to(grads_.data(), grads_.size(), gradient_format);
+  });
 }
 
 template class Gpt2Model<float>;

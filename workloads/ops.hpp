@@ -1,23 +1,141 @@
 #pragma once
 // The operations a GPT-2 decoder needs, forward and backward, behind one backend-neutral interface:
 // the model (model.hpp) is written once against it. Real is the element type (float for training,
-// double for the finite-difference tests). For now every pointer is host memory; the CPU and CUDA
-// implementations will take the same layouts.
+// double for the finite-difference tests).
 //
-// Layouts are llm.c's, row-major: N = B*T rows of activations; a [B,T,C] tensor holds row b*T+t.
-// Every backward ADDS into its gradient outputs (so gradients of shared inputs accumulate); callers
-// zero them first. A null bias pointer means "no bias" (and no bias gradient).
+// Every pointer is memory from the ops' own OpsMemory: host memory for the reference and CPU ops,
+// device memory for the CUDA ops. Layouts are llm.c's, row-major: N = B*T rows of activations; a
+// [B,T,C] tensor holds row b*T+t. Every backward ADDS into its gradient outputs (so gradients of
+// shared inputs accumulate); callers zero them first. A null bias pointer means "no bias".
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "amp/format_info.hpp"
+#include "core/gemm.hpp"
 #include "workloads/elementwise.hpp"
 
 namespace mpbench::workloads {
 
-template <typename Real>
-class TransformerOps {
+// Where the ops' buffers live. allocate() hands out zero-filled memory and keeps count of the
+// bytes live, so a run can report the memory it really allocated.
+class OpsMemory {
  public:
-  virtual ~TransformerOps() = default;
+  virtual ~OpsMemory() = default;
+  void* allocate(std::size_t bytes);
+  void release(void* p, std::size_t bytes) noexcept;
+  std::size_t live_bytes() const { return live_bytes_; }
+  std::size_t peak_bytes() const { return peak_bytes_; }
+  void reset_peak() { peak_bytes_ = live_bytes_; }
+
+  virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void fill_zero(void* p, std::size_t bytes) = 0;
+  // Waits for queued work (device ops run asynchronously); a no-op on the host.
+  virtual void synchronize() {}
+
+ protected:
+  virtual void* allocate_zeroed(std::size_t bytes) = 0;  // throws OutOfMemoryError when it cannot
+  virtual void free_memory(void* p) noexcept = 0;
+
+ private:
+  std::size_t live_bytes_ = 0;
+  std::size_t peak_bytes_ = 0;
+};
+
+// Host memory, for ops that run on the CPU.
+class HostOpsMemory : public virtual OpsMemory {
+ public:
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
+  void fill_zero(void* p, std::size_t bytes) override;
+
+ protected:
+  void* allocate_zeroed(std::size_t bytes) override;
+  void free_memory(void* p) noexcept override;
+};
+
+// An owning array of T in an OpsMemory.
+template <typename T>
+class OpsArray {
+ public:
+  OpsArray() = default;
+  OpsArray(OpsMemory& memory, std::size_t count)
+      : memory_(&memory), data_(static_cast<T*>(memory.allocate(count * sizeof(T)))), count_(count) {}
+  OpsArray(OpsArray&& other) noexcept { swap(other); }
+  OpsArray& operator=(OpsArray&& other) noexcept {
+    OpsArray(std::move(other)).swap(*this);
+    return *this;
+  }
+  ~OpsArray() {
+    if (data_ != nullptr) memory_->release(data_, count_ * sizeof(T));
+  }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t size() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+  std::vector<T> download() const {
+    std::vector<T> host(count_);
+    if (count_ > 0) memory_->copy_to_host(host.data(), data_, bytes());
+    return host;
+  }
+  // Copies host[0..host.size()) to the start of the array.
+  void upload(const std::vector<T>& host) {
+    if (host.size() > count_) throw std::out_of_range("OpsArray::upload: more values than the array holds");
+    if (!host.empty()) memory_->copy_to_device(data_, host.data(), host.size() * sizeof(T));
+  }
+  void zero() {
+    if (count_ > 0) memory_->fill_zero(data_, bytes());
+  }
+
+ private:
+  void swap(OpsArray& other) noexcept {
+    std::swap(memory_, other.memory_);
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+  }
+  OpsMemory* memory_ = nullptr;
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+// How matmul_forward/backward compute: the GEMM reads its inputs as `gemm` gives (fp32, tf32,
+// fp16, bf16; accumulation is fp32 in every case) and each GEMM result is rounded to `output`
+// before it is stored or added (an fp16-output GEMM: overflow past 65504 gives inf, as in autocast).
+struct MatmulPrecision {
+  GemmPrecision gemm = GemmPrecision::fp32;
+  num::Format output = num::Format::fp32;
+};
+
+// The part of a training step an op belongs to (the profiler attributes kernels by it).
+enum class Phase { forward, backward, optimizer, scaler };
+std::string_view phase_name(Phase phase);
+
+template <typename Real>
+class TransformerOps : public virtual OpsMemory {
+ public:
+  // A short description of how the ops run (shown in results), e.g. "oneDNN matmul, OpenMP loops".
+  virtual std::string implementation() const = 0;
+
+  // Why these ops cannot run GEMMs in `precision`, or nothing when they can.
+  virtual std::optional<std::string> unsupported(GemmPrecision precision) const = 0;
+  virtual void set_matmul_precision(const MatmulPrecision& precision) = 0;
+
+  // Rounds each of n values to the nearest value of `format` (round to nearest even, inf past its
+  // range): values stored in fp32 buffers that are exactly what fp16/bf16 storage would hold.
+  virtual void round_to(Real* x, std::size_t n, num::Format format) = 0;
+
+  // Marks the ops between begin_op and end_op as one op of one layer (-1: outside the blocks), for
+  // NVTX ranges on CUDA and host-timed ranges on the CPU. No-ops by default.
+  virtual void begin_op(std::string_view /*op*/, int /*layer*/, Phase /*phase*/) {}
+  virtual void end_op() {}
 
   // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]. wte [V,C], wpe [T_max,C].
   virtual void encoder_forward(Real* out, const std::int32_t* tokens, const Real* wte, const Real* wpe,
@@ -33,14 +151,16 @@ class TransformerOps {
                                   const Real* weight, const Real* mean, const Real* rstd, int N, int C) = 0;
 
   // out [N,OC] = inp [N,C] * weight^T + bias; weight [OC,C] (PyTorch Linear's layout), bias [OC].
+  // In the precision set_matmul_precision gave (fp32 until then); the bias is added in fp32 before
+  // the rounding to the output format.
   virtual void matmul_forward(Real* out, const Real* inp, const Real* weight, const Real* bias, int N, int C,
                               int OC) = 0;
   virtual void matmul_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
                                const Real* weight, int N, int C, int OC) = 0;
 
-  // Causal multi-head attention. qkv [B,T,3C] holds q, k, v side by side, head h in channels
-  // [h*hs, (h+1)*hs) of each. att [B,NH,T,T] saves softmax(q k^T / sqrt(hs)) over t2 <= t (0 above
-  // the diagonal); out [B,T,C] = att v, heads side by side.
+  // Causal multi-head attention, fp32 math inside. qkv [B,T,3C] holds q, k, v side by side, head h
+  // in channels [h*hs, (h+1)*hs) of each. att [B,NH,T,T] saves softmax(q k^T / sqrt(hs)) over
+  // t2 <= t (0 above the diagonal); out [B,T,C] = att v, heads side by side.
   virtual void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) = 0;
   virtual void attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* att, int B, int T,
                                   int C, int NH) = 0;
@@ -64,8 +184,10 @@ class TransformerOps {
   // AdamW on n parameters and their moments m, v (see adamw_update_element).
   virtual void adamw_update(Real* params, const Real* grads, Real* m, Real* v, std::size_t n,
                             const AdamWStep& step) = 0;
-  // sqrt(sum grads^2) over n elements.
+  // sqrt(sum grads^2) over n elements: inf or NaN when any element is.
   virtual double global_norm(const Real* grads, std::size_t n) = 0;
+  // dst = src, n elements (refreshing low-precision weights from fp32 master weights).
+  virtual void copy(Real* dst, const Real* src, std::size_t n) = 0;
 };
 
 }  // namespace mpbench::workloads

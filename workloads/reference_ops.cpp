@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace mpbench::workloads {
 
 namespace {
@@ -90,6 +92,19 @@ void ReferenceOps<Real>::layernorm_backward(Real* dinp, Real* dweight, Real* dbi
 }
 
 template <typename Real>
+Real ReferenceOps<Real>::gemm_input(Real x) const {
+  const num::Format format = gemm_input_format(precision_.gemm);
+  return format == num::Format::fp32 ? x : static_cast<Real>(round_to_format(static_cast<float>(x), format));
+}
+
+template <typename Real>
+Real ReferenceOps<Real>::gemm_output(double sum) const {
+  return precision_.output == num::Format::fp32
+             ? static_cast<Real>(sum)
+             : static_cast<Real>(round_to_format(static_cast<float>(sum), precision_.output));
+}
+
+template <typename Real>
 void ReferenceOps<Real>::matmul_forward(Real* out, const Real* inp, const Real* weight, const Real* bias, int N,
                                         int C, int OC) {
   for (int n = 0; n < N; ++n) {
@@ -97,13 +112,14 @@ void ReferenceOps<Real>::matmul_forward(Real* out, const Real* inp, const Real* 
     for (int o = 0; o < OC; ++o) {
       const Real* w = weight + static_cast<std::size_t>(o) * C;
       double sum = bias ? double(bias[o]) : 0.0;
-      for (int c = 0; c < C; ++c) sum += double(x[c]) * w[c];
-      out[static_cast<std::size_t>(n) * OC + o] = static_cast<Real>(sum);
+      for (int c = 0; c < C; ++c) sum += double(gemm_input(x[c])) * gemm_input(w[c]);
+      out[static_cast<std::size_t>(n) * OC + o] = gemm_output(sum);
     }
   }
 }
 
-// dinp = dout * weight, dweight = dout^T * inp, dbias = column sums of dout.
+// dinp = dout * weight, dweight = dout^T * inp, dbias = column sums of dout; each GEMM result is
+// rounded to the output format before it is added.
 template <typename Real>
 void ReferenceOps<Real>::matmul_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout,
                                          const Real* inp, const Real* weight, int N, int C, int OC) {
@@ -111,22 +127,23 @@ void ReferenceOps<Real>::matmul_backward(Real* dinp, Real* dweight, Real* dbias,
     const Real* dy = dout + static_cast<std::size_t>(n) * OC;
     for (int c = 0; c < C; ++c) {
       double sum = 0;
-      for (int o = 0; o < OC; ++o) sum += double(dy[o]) * weight[static_cast<std::size_t>(o) * C + c];
-      dinp[static_cast<std::size_t>(n) * C + c] += static_cast<Real>(sum);
+      for (int o = 0; o < OC; ++o) sum += double(gemm_input(dy[o])) * gemm_input(weight[static_cast<std::size_t>(o) * C + c]);
+      dinp[static_cast<std::size_t>(n) * C + c] += gemm_output(sum);
     }
   }
   for (int o = 0; o < OC; ++o) {
     for (int c = 0; c < C; ++c) {
       double sum = 0;
       for (int n = 0; n < N; ++n) {
-        sum += double(dout[static_cast<std::size_t>(n) * OC + o]) * inp[static_cast<std::size_t>(n) * C + c];
+        sum += double(gemm_input(dout[static_cast<std::size_t>(n) * OC + o])) *
+               gemm_input(inp[static_cast<std::size_t>(n) * C + c]);
       }
-      dweight[static_cast<std::size_t>(o) * C + c] += static_cast<Real>(sum);
+      dweight[static_cast<std::size_t>(o) * C + c] += gemm_output(sum);
     }
     if (dbias) {
       double sum = 0;
       for (int n = 0; n < N; ++n) sum += dout[static_cast<std::size_t>(n) * OC + o];
-      dbias[o] += static_cast<Real>(sum);
+      dbias[o] += gemm_output(sum);
     }
   }
 }
@@ -273,6 +290,29 @@ double ReferenceOps<Real>::global_norm(const Real* grads, std::size_t n) {
   double sum = 0;
   for (std::size_t i = 0; i < n; ++i) sum += double(grads[i]) * grads[i];
   return std::sqrt(sum);
+}
+
+template <typename Real>
+std::optional<std::string> ReferenceOps<Real>::unsupported(GemmPrecision precision) const {
+  if (precision == GemmPrecision::fp8_e4m3) return "the Transformer workload has no fp8 GEMM path yet";
+  return std::nullopt;
+}
+
+template <typename Real>
+void ReferenceOps<Real>::set_matmul_precision(const MatmulPrecision& precision) {
+  if (const auto reason = unsupported(precision.gemm)) throw UsageError(*reason);
+  precision_ = precision;
+}
+
+template <typename Real>
+void ReferenceOps<Real>::round_to(Real* x, std::size_t n, num::Format format) {
+  if (format == num::Format::fp32) return;
+  for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<Real>(round_to_format(static_cast<float>(x[i]), format));
+}
+
+template <typename Real>
+void ReferenceOps<Real>::copy(Real* dst, const Real* src, std::size_t n) {
+  std::copy(src, src + n, dst);
 }
 
 template class ReferenceOps<float>;

@@ -1,13 +1,18 @@
 #pragma once
 // TransformerOps as plain loops that accumulate in double: slow, obviously correct, the oracle the
-// faster implementations are tested against. Instantiated for float and double.
+// faster implementations are tested against. Instantiated for float and double. In a low matmul
+// precision the GEMM inputs and results are rounded exactly as MatmulPrecision says.
 #include "workloads/ops.hpp"
 
 namespace mpbench::workloads {
 
 template <typename Real>
-class ReferenceOps final : public TransformerOps<Real> {
+class ReferenceOps final : public TransformerOps<Real>, public HostOpsMemory {
  public:
+  std::string implementation() const override { return "reference loops, double accumulation"; }
+  std::optional<std::string> unsupported(GemmPrecision precision) const override;
+  void set_matmul_precision(const MatmulPrecision& precision) override;
+  void round_to(Real* x, std::size_t n, num::Format format) override;
   void encoder_forward(Real* out, const std::int32_t* tokens, const Real* wte, const Real* wpe, int B, int T,
                        int C) override;
   void encoder_backward(Real* dwte, Real* dwpe, const Real* dout, const std::int32_t* tokens, int B, int T,
@@ -34,6 +39,12 @@ class ReferenceOps final : public TransformerOps<Real> {
   void adamw_update(Real* params, const Real* grads, Real* m, Real* v, std::size_t n,
                     const AdamWStep& step) override;
   double global_norm(const Real* grads, std::size_t n) override;
+  void copy(Real* dst, const Real* src, std::size_t n) override;
+
+ private:
+  Real gemm_input(Real x) const;     // x as the GEMM reads it in the current precision
+  Real gemm_output(double sum) const;  // a GEMM result rounded to the output format
+  MatmulPrecision precision_;
 };
 
 extern template class ReferenceOps<float>;

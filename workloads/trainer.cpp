@@ -1,6 +1,7 @@
 #include "workloads/trainer.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numbers>
 
@@ -21,14 +22,14 @@ double clip_factor(double norm, double max_norm) {
   return max_norm > 0 && norm > max_norm ? max_norm / norm : 1.0;
 }
 
-void AdamW::step(TransformerOps<float>& ops, std::vector<float>& params, const std::vector<float>& grads,
-                 const std::vector<ParameterTensor>& tensors, float lr, float grad_scale) {
-  if (m_.size() != params.size()) {
-    m_.assign(params.size(), 0.0f);
-    v_.assign(params.size(), 0.0f);
-  }
+AdamW::AdamW(const TrainOptions& options, TransformerOps<float>& ops, std::size_t parameters)
+    : options_(options), ops_(ops), m_(ops, parameters), v_(ops, parameters) {}
+
+void AdamW::step(float* params, const float* grads, const std::vector<ParameterTensor>& tensors, float lr,
+                 float grad_scale) {
   ++t_;
   for (const ParameterTensor& t : tensors) {
+    if (t.offset + t.size > m_.size()) throw std::out_of_range("AdamW: tensor " + t.name + " is past the moments");
     const AdamWStep hyper{lr,
                           options_.beta1,
                           options_.beta2,
@@ -36,38 +37,122 @@ void AdamW::step(TransformerOps<float>& ops, std::vector<float>& params, const s
                           t.is_matrix ? options_.weight_decay : 0.0f,
                           grad_scale,
                           t_};
-    ops.adamw_update(params.data() + t.offset, grads.data() + t.offset, m_.data() + t.offset,
-                     v_.data() + t.offset, t.size, hyper);
+    ops_.adamw_update(params + t.offset, grads + t.offset, m_.data() + t.offset, v_.data() + t.offset, t.size,
+                      hyper);
   }
 }
 
-std::vector<StepRecord> train_fp32(const GptConfig& config, const TrainOptions& options, TokenSource& data,
-                                   TransformerOps<float>& ops) {
+std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mode mode) {
+  if (mode == amp::Mode::fp8) return "the Transformer workload has no fp8 mode yet";
+  return ops.unsupported(gemm_precision(mode));
+}
+
+namespace {
+
+void check_options(const TrainOptions& options) {
   if (options.steps < 1 || options.micro_batches < 1 || options.warmup_steps < 0) {
     throw UsageError("training needs steps >= 1, micro-batches >= 1 and warm-up steps >= 0");
   }
-  Gpt2Model<float> model(config, options.batch, options.seq_len, ops);
-  model.init(options.seed);
-  AdamW optimizer(options);
-  std::vector<StepRecord> curve;
-  for (int step = 0; step < options.steps; ++step) {
-    model.zero_grad();
-    double loss = 0;
-    for (int micro = 0; micro < options.micro_batches; ++micro) {
-      const TokenBatch batch = data.next_batch(options.batch, options.seq_len);
-      loss += model.forward(batch.inputs.data(), batch.targets.data()) / options.micro_batches;
-      model.backward(1.0 / options.micro_batches);
-    }
-    if (!std::isfinite(loss)) {
-      throw BackendError("fp32 training diverged: the loss is " + std::to_string(loss) + " at step " +
-                         std::to_string(step));
-    }
-    const double norm = ops.global_norm(model.grads().data(), model.grads().size());
-    const float lr = cosine_learning_rate(step, options.steps, options.warmup_steps, options.max_lr, options.min_lr);
-    optimizer.step(ops, model.params(), model.grads(), model.tensors(), lr,
-                   static_cast<float>(clip_factor(norm, options.grad_clip)));
-    curve.push_back({step, loss, norm, lr});
+}
+
+const GptConfig& checked(const GptConfig& config, const TrainOptions& options, TransformerOps<float>& ops,
+                         amp::Mode mode) {
+  check_options(options);
+  if (const auto reason = unsupported_mode(ops, mode)) throw UsageError(*reason);
+  return config;
+}
+
+}  // namespace
+
+Trainer::Trainer(const GptConfig& config, const TrainOptions& options, TransformerOps<float>& ops, amp::Mode mode)
+    : options_(options),
+      ops_(ops),
+      mode_(mode),
+      model_(checked(config, options, ops, mode), options.batch, options.seq_len, ops, mode),
+      optimizer_(options, ops, model_.parameter_count()),
+      loss_scaling_(amp::policy(mode).loss_scaling == amp::LossScaling::dynamic),
+      scaler_(amp::initial_scaler_state(options.scaler)) {
+  model_.init(options.seed);
+  // The model reads low-precision weights only where the policy stores them so; the fp32 master
+  // copy is then separate. In the amp modes the weights themselves are fp32 (the GEMMs read them
+  // rounded, as autocast's cast cache does) and are what the optimizer updates.
+  if (amp::policy(mode).weight_storage != num::Format::fp32) {
+    master_ = OpsArray<float>(ops, model_.parameter_count());
+    ops_.copy(master_.data(), model_.params(), model_.parameter_count());
+    refresh_working_weights();
   }
+}
+
+float* Trainer::master_params() { return has_master_copy() ? master_.data() : model_.params(); }
+
+void Trainer::refresh_working_weights() {
+  if (!has_master_copy()) return;
+  ops_.copy(model_.params(), master_.data(), model_.parameter_count());
+  ops_.round_to(model_.params(), model_.parameter_count(), model_.policy().weight_storage);
+}
+
+void Trainer::load_params(const std::vector<float>& values) {
+  model_.upload_params(values);
+  if (has_master_copy()) {
+    master_.upload(values);
+    refresh_working_weights();
+  }
+}
+
+std::size_t Trainer::model_state_bytes() const {
+  const std::size_t weights = model_.parameter_count() * sizeof(float);
+  return weights * 2 + master_.bytes() + optimizer_.state_bytes();  // weights, gradients, master, moments
+}
+
+StepRecord Trainer::step(TokenSource& data) {
+  const auto start = std::chrono::steady_clock::now();
+  StepRecord record;
+  record.step = step_;
+  record.loss_scale = loss_scaling_ ? scaler_.scale : 1.0;
+  model_.zero_grad();
+  for (int micro = 0; micro < options_.micro_batches; ++micro) {
+    const TokenBatch batch = data.next_batch(options_.batch, options_.seq_len);
+    record.loss += model_.forward(batch.inputs.data(), batch.targets.data()) / options_.micro_batches;
+    model_.backward(record.loss_scale / options_.micro_batches);
+  }
+  const std::size_t count = model_.parameter_count();
+  ops_.begin_op("global_norm", -1, Phase::optimizer);
+  const double scaled_norm = ops_.global_norm(model_.grads(), count);
+  ops_.end_op();
+  record.grad_norm = scaled_norm / record.loss_scale;
+  record.lr = cosine_learning_rate(step_, options_.steps, options_.warmup_steps, options_.max_lr, options_.min_lr);
+  const bool finite = std::isfinite(scaled_norm) && std::isfinite(record.loss);
+  if (!finite && !loss_scaling_) {
+    throw BackendError(std::string(amp::mode_name(mode_)) + " training diverged: the " +
+                       (std::isfinite(record.loss) ? "gradient norm" : "loss") + " is not finite at step " +
+                       std::to_string(step_) + " (loss " + std::to_string(record.loss) + ")");
+  }
+  if (finite) {
+    const double unscale = 1.0 / record.loss_scale;
+    const double factor = clip_factor(record.grad_norm, options_.grad_clip) * unscale;
+    ops_.begin_op("adamw", -1, Phase::optimizer);
+    optimizer_.step(master_params(), model_.grads(), model_.tensors(), static_cast<float>(record.lr),
+                    static_cast<float>(factor));
+    refresh_working_weights();
+    ops_.end_op();
+  } else {
+    record.skipped = true;
+  }
+  if (loss_scaling_) {
+    scaler_.found_inf = finite ? 0 : 1;
+    amp::update_scale(scaler_, options_.scaler);
+  }
+  ops_.synchronize();
+  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++step_;
+  return record;
+}
+
+std::vector<StepRecord> train(const GptConfig& config, const TrainOptions& options, TokenSource& data,
+                              TransformerOps<float>& ops, amp::Mode mode) {
+  Trainer trainer(config, options, ops, mode);
+  std::vector<StepRecord> curve;
+  for (int step = 0; step < options.steps; ++step) curve.push_back(trainer.step(data));
   return curve;
 }
 

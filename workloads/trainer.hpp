@@ -1,10 +1,15 @@
 #pragma once
-// fp32 training on TransformerOps: AdamW (decoupled weight decay on matrices only), a cosine
-// learning-rate schedule with linear warm-up, clipping by global gradient norm, and gradient
-// accumulation over micro-batches.
+// Training on TransformerOps in any precision mode: AdamW (decoupled weight decay on matrices only),
+// a cosine learning-rate schedule with linear warm-up, clipping by global gradient norm, gradient
+// accumulation over micro-batches, and what the mode adds: fp32 master weights where the model
+// reads bf16 weights, dynamic loss scaling (GradScaler semantics) in amp-fp16.
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "amp/loss_scaler_math.hpp"
+#include "amp/policy.hpp"
 #include "workloads/config.hpp"
 #include "workloads/data.hpp"
 #include "workloads/model.hpp"
@@ -26,6 +31,7 @@ struct TrainOptions {
   float weight_decay = 0.1f;
   float grad_clip = 1.0f;  // max global gradient norm; 0 turns clipping off
   std::uint64_t seed = 1;  // model initialisation
+  amp::ScalerConfig scaler;  // used by modes with dynamic loss scaling
 };
 
 // Linear warm-up to max_lr over the first warmup_steps steps (step 0 gets max_lr / warmup_steps),
@@ -35,30 +41,73 @@ float cosine_learning_rate(int step, int total_steps, int warmup_steps, float ma
 // The factor that brings a gradient of global norm `norm` down to max_norm (1 when it is below).
 double clip_factor(double norm, double max_norm);
 
-// AdamW over a model's parameter buffer, one (m, v) pair per parameter.
+// AdamW over a parameter buffer in the ops' memory, one (m, v) pair per parameter, in fp32.
 class AdamW {
  public:
-  explicit AdamW(const TrainOptions& options) : options_(options) {}
-  // One update of every tensor; weight decay only on tensors marked is_matrix.
-  void step(TransformerOps<float>& ops, std::vector<float>& params, const std::vector<float>& grads,
-            const std::vector<ParameterTensor>& tensors, float lr, float grad_scale);
+  AdamW(const TrainOptions& options, TransformerOps<float>& ops, std::size_t parameters);
+  // One update of every tensor; weight decay only on tensors marked is_matrix. Each gradient is
+  // multiplied by grad_scale first (clipping, loss-scale removal).
+  void step(float* params, const float* grads, const std::vector<ParameterTensor>& tensors, float lr,
+            float grad_scale);
   int steps_taken() const { return t_; }
+  std::size_t state_bytes() const { return m_.bytes() + v_.bytes(); }
 
  private:
   TrainOptions options_;
-  std::vector<float> m_, v_;
+  TransformerOps<float>& ops_;
+  OpsArray<float> m_, v_;
   int t_ = 0;
 };
 
 struct StepRecord {
   int step = 0;
-  double loss = 0;       // mean over the step's micro-batches
-  double grad_norm = 0;  // before clipping
+  double loss = 0;         // mean over the step's micro-batches
+  double grad_norm = 0;    // before clipping, after removing the loss scale; inf on a skipped step
   double lr = 0;
+  double loss_scale = 1;   // the scale this step's backward used (1 without loss scaling)
+  bool skipped = false;    // non-finite gradients: the optimizer step was skipped
+  double seconds = 0;      // wall time of the step, device work included
 };
 
-// Trains config from options.seed on batches from `data` in fp32; returns one record per step.
-std::vector<StepRecord> train_fp32(const GptConfig& config, const TrainOptions& options, TokenSource& data,
-                                   TransformerOps<float>& ops);
+// Why `ops` cannot train in `mode`, or nothing when they can.
+std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mode mode);
+
+class Trainer {
+ public:
+  // Throws UsageError for bad options or a mode the ops cannot run.
+  Trainer(const GptConfig& config, const TrainOptions& options, TransformerOps<float>& ops, amp::Mode mode);
+
+  // One optimizer step over options.micro_batches batches from `data`. Throws BackendError when the
+  // loss becomes NaN or inf in a mode without loss scaling.
+  StepRecord step(TokenSource& data);
+
+  Gpt2Model<float>& model() { return model_; }
+  // Where the fp32 weights the optimizer updates live: the master copy, or the model's own weights.
+  float* master_params();
+  bool has_master_copy() const { return master_.size() > 0; }
+  // Replaces the weights (e.g. from a checkpoint); the model's copy is refreshed from them.
+  void load_params(const std::vector<float>& values);
+  const amp::ScalerState& scaler() const { return scaler_; }
+  bool loss_scaling() const { return loss_scaling_; }
+  // Bytes of weights, master, gradients and optimizer moments allocated.
+  std::size_t model_state_bytes() const;
+
+ private:
+  void refresh_working_weights();
+
+  TrainOptions options_;
+  TransformerOps<float>& ops_;
+  amp::Mode mode_;
+  Gpt2Model<float> model_;
+  OpsArray<float> master_;
+  AdamW optimizer_;
+  bool loss_scaling_;
+  amp::ScalerState scaler_;
+  int step_ = 0;
+};
+
+// Trains config from options.seed on batches from `data`; returns one record per step.
+std::vector<StepRecord> train(const GptConfig& config, const TrainOptions& options, TokenSource& data,
+                              TransformerOps<float>& ops, amp::Mode mode = amp::Mode::fp32);
 
 }  // namespace mpbench::workloads

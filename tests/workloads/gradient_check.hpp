@@ -30,8 +30,7 @@ inline std::vector<double> random_values(std::size_t n, std::uint64_t seed, doub
 }
 
 // d loss / d x[i] by central differences; x[i] is restored.
-inline double central_difference(std::vector<double>& x, std::size_t i, const std::function<double()>& loss,
-                                 double h = 1e-5) {
+inline double central_difference(double* x, std::size_t i, const std::function<double()>& loss, double h = 1e-5) {
   const double saved = x[i];
   x[i] = saved + h;
   const double up = loss();
@@ -46,7 +45,7 @@ inline void expect_gradient(std::vector<double>& x, const std::vector<double>& a
                             const std::function<double()>& loss, double tolerance = 1e-7) {
   ASSERT_EQ(x.size(), analytic.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const double numeric = central_difference(x, i, loss);
+    const double numeric = central_difference(x.data(), i, loss);
     EXPECT_NEAR(analytic[i], numeric, tolerance * std::max(1.0, std::abs(numeric))) << "element " << i;
   }
 }

@@ -42,8 +42,8 @@ TEST(AdamW, WeightDecayOnlyOnMatricesHandWorked) {
   const std::vector<ParameterTensor> tensors{{"matrix", 0, 2, true}, {"bias", 2, 2, false}};
   std::vector<float> params{2.0f, -1.0f, 2.0f, -1.0f};
   const std::vector<float> grads{0.5f, -0.25f, 0.5f, -0.25f};
-  AdamW optimizer(options);
-  optimizer.step(ops, params, grads, tensors, 0.1f, 1.0f);
+  AdamW optimizer(options, ops, params.size());
+  optimizer.step(params.data(), grads.data(), tensors, 0.1f, 1.0f);
   EXPECT_NEAR(params[0], 2.0 - 0.1 * (1.0 + 0.1 * 2.0), 1e-6);
   EXPECT_NEAR(params[1], -1.0 - 0.1 * (-1.0 + 0.1 * -1.0), 1e-6);
   EXPECT_NEAR(params[2], 2.0 - 0.1, 1e-6);
@@ -57,9 +57,10 @@ TEST(AdamW, SecondStepUsesBiasCorrectedMoments) {
   ReferenceOps<float> ops;
   const std::vector<ParameterTensor> tensors{{"bias", 0, 1, false}};
   std::vector<float> params{0.0f};
-  AdamW optimizer(options);
-  optimizer.step(ops, params, {1.0f}, tensors, 0.1f, 1.0f);
-  optimizer.step(ops, params, {-1.0f}, tensors, 0.1f, 1.0f);
+  AdamW optimizer(options, ops, params.size());
+  const float first = 1.0f, second_grad = -1.0f;
+  optimizer.step(params.data(), &first, tensors, 0.1f, 1.0f);
+  optimizer.step(params.data(), &second_grad, tensors, 0.1f, 1.0f);
   // m = 0.09 - 0.1 = -0.01, v = 0.0475 + 0.05 = 0.0975; m_hat = -0.01/0.19, v_hat = 0.0975/0.0975.
   const double second = 0.1 * (-0.01 / 0.19) / 1.0;
   EXPECT_NEAR(params[0], -0.1 - second, 1e-6);
@@ -70,9 +71,10 @@ TEST(AdamW, GradScaleMultipliesTheGradient) {
   ReferenceOps<float> ops;
   const std::vector<ParameterTensor> tensors{{"bias", 0, 2, false}};
   std::vector<float> scaled{1.0f, 1.0f}, plain{1.0f, 1.0f};
-  AdamW a(options), b(options);
-  a.step(ops, scaled, {4.0f, -2.0f}, tensors, 0.01f, 0.25f);
-  b.step(ops, plain, {1.0f, -0.5f}, tensors, 0.01f, 1.0f);
+  AdamW a(options, ops, 2), b(options, ops, 2);
+  const float scaled_grads[] = {4.0f, -2.0f}, plain_grads[] = {1.0f, -0.5f};
+  a.step(scaled.data(), scaled_grads, tensors, 0.01f, 0.25f);
+  b.step(plain.data(), plain_grads, tensors, 0.01f, 1.0f);
   EXPECT_FLOAT_EQ(scaled[0], plain[0]);
   EXPECT_FLOAT_EQ(scaled[1], plain[1]);
 }
@@ -97,7 +99,7 @@ class TinyTraining : public ::testing::Test {
 
 TEST_F(TinyTraining, LossFallsTowardTheEntropyFloor) {
   MarkovTokenStream data(chain_, 1);
-  const auto curve = train_fp32(config_, options(), data, ops_);
+  const auto curve = train(config_, options(), data, ops_);
   ASSERT_EQ(curve.size(), 120u);
   const double floor = chain_.entropy_rate();
   const double start = curve.front().loss;
@@ -115,15 +117,15 @@ TEST_F(TinyTraining, SameSeedSameCurve) {
   o.steps = 8;
   o.micro_batches = 2;
   MarkovTokenStream first_data(chain_, 4), second_data(chain_, 4), other_data(chain_, 4);
-  const auto first = train_fp32(config_, o, first_data, ops_);
-  const auto second = train_fp32(config_, o, second_data, ops_);
+  const auto first = train(config_, o, first_data, ops_);
+  const auto second = train(config_, o, second_data, ops_);
   ASSERT_EQ(first.size(), second.size());
   for (std::size_t i = 0; i < first.size(); ++i) {
     EXPECT_EQ(first[i].loss, second[i].loss) << "step " << i;
     EXPECT_EQ(first[i].grad_norm, second[i].grad_norm) << "step " << i;
   }
   o.seed = 4;
-  EXPECT_NE(train_fp32(config_, o, other_data, ops_).front().loss, first.front().loss);
+  EXPECT_NE(train(config_, o, other_data, ops_).front().loss, first.front().loss);
 }
 
 }  // namespace

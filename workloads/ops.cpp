@@ -1,0 +1,52 @@
+#include "workloads/ops.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/error.hpp"
+
+namespace mpbench::workloads {
+
+std::string_view phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::optimizer: return "optimizer";
+    case Phase::scaler: return "scaler";
+  }
+  return "unknown";
+}
+
+void* OpsMemory::allocate(std::size_t bytes) {
+  void* p = allocate_zeroed(bytes);
+  live_bytes_ += bytes;
+  if (live_bytes_ > peak_bytes_) peak_bytes_ = live_bytes_;
+  return p;
+}
+
+void OpsMemory::release(void* p, std::size_t bytes) noexcept {
+  free_memory(p);
+  live_bytes_ -= bytes;
+}
+
+void* HostOpsMemory::allocate_zeroed(std::size_t bytes) {
+  // 64-byte alignment: whole cache lines and aligned AVX-512 loads.
+  const std::size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
+  if (rounded != 0 && p == nullptr) {
+    throw OutOfMemoryError("could not allocate " + std::to_string(bytes) + " bytes of host memory", bytes);
+  }
+  if (p != nullptr) std::memset(p, 0, rounded);
+  return p;
+}
+
+void HostOpsMemory::free_memory(void* p) noexcept { std::free(p); }
+
+void HostOpsMemory::copy_to_device(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+
+void HostOpsMemory::copy_to_host(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+
+void HostOpsMemory::fill_zero(void* p, std::size_t bytes) { std::memset(p, 0, bytes); }
+
+}  // namespace mpbench::workloads
