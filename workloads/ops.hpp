@@ -158,9 +158,12 @@ class TransformerOps : public virtual OpsMemory {
   virtual void matmul_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
                                const Real* weight, int N, int C, int OC) = 0;
 
-  // Causal multi-head attention, fp32 math inside. qkv [B,T,3C] holds q, k, v side by side, head h
-  // in channels [h*hs, (h+1)*hs) of each. att [B,NH,T,T] saves softmax(q k^T / sqrt(hs)) over
-  // t2 <= t (0 above the diagonal); out [B,T,C] = att v, heads side by side.
+  // Causal multi-head attention. qkv [B,T,3C] holds q, k, v side by side, head h in channels
+  // [h*hs, (h+1)*hs) of each. att [B,NH,T,T] saves softmax(q k^T / sqrt(hs)) over t2 <= t (0 above
+  // the diagonal); out [B,T,C] = att v, heads side by side. The batched products (q k^T, att v and
+  // the four of the backward, whose softmax gradient dscore includes the 1/sqrt(hs)) read their
+  // operands in the matmul precision's input format and accumulate in fp32; the softmax is fp32.
+  // Outputs are not rounded: the model stores them as the policy says.
   virtual void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) = 0;
   virtual void attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* att, int B, int T,
                                   int C, int NH) = 0;

@@ -161,7 +161,7 @@ void ReferenceOps<Real>::attention_forward(Real* out, Real* att, const Real* qkv
         for (int t2 = 0; t2 <= t; ++t2) {
           const Real* k = qkv + (static_cast<std::size_t>(b) * T + t2) * 3 * C + C + h * hs;
           double dot = 0;
-          for (int i = 0; i < hs; ++i) dot += double(q[i]) * k[i];
+          for (int i = 0; i < hs; ++i) dot += double(gemm_input(q[i])) * gemm_input(k[i]);
           scores[t2] = dot * scale;
           max_score = std::max(max_score, scores[t2]);
         }
@@ -173,7 +173,8 @@ void ReferenceOps<Real>::attention_forward(Real* out, Real* att, const Real* qkv
         for (int i = 0; i < hs; ++i) {
           double sum = 0;
           for (int t2 = 0; t2 <= t; ++t2) {
-            sum += double(att_row[t2]) * qkv[(static_cast<std::size_t>(b) * T + t2) * 3 * C + 2 * C + h * hs + i];
+            sum += double(gemm_input(att_row[t2])) *
+                   gemm_input(qkv[(static_cast<std::size_t>(b) * T + t2) * 3 * C + 2 * C + h * hs + i]);
           }
           y[i] = static_cast<Real>(sum);
         }
@@ -183,7 +184,8 @@ void ReferenceOps<Real>::attention_forward(Real* out, Real* att, const Real* qkv
 }
 
 // Per (b, h, t): datt = dy v^T; dv += att^T dy; softmax backward
-// dscore = att * (datt - sum(att * datt)); dq += dscore k * scale; dk += dscore^T q * scale.
+// dscore = att * (datt - sum(att * datt)) * scale; dq += dscore k; dk += dscore^T q. The operands of
+// those four products are read in the GEMM input format, as in the forward.
 template <typename Real>
 void ReferenceOps<Real>::attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* att, int B,
                                             int T, int C, int NH) {
@@ -201,18 +203,18 @@ void ReferenceOps<Real>::attention_backward(Real* dqkv, const Real* dout, const 
           const std::size_t row_t2 = (static_cast<std::size_t>(b) * T + t2) * 3 * C;
           double dot = 0;
           for (int i = 0; i < hs; ++i) {
-            dot += double(dy[i]) * qkv[row_t2 + 2 * C + h * hs + i];
-            dqkv[row_t2 + 2 * C + h * hs + i] += static_cast<Real>(double(att_row[t2]) * dy[i]);
+            dot += double(gemm_input(dy[i])) * gemm_input(qkv[row_t2 + 2 * C + h * hs + i]);
+            dqkv[row_t2 + 2 * C + h * hs + i] += static_cast<Real>(double(gemm_input(att_row[t2])) * gemm_input(dy[i]));
           }
           datt[t2] = dot;
           weighted += double(att_row[t2]) * dot;
         }
         for (int t2 = 0; t2 <= t; ++t2) {
           const std::size_t row_t2 = (static_cast<std::size_t>(b) * T + t2) * 3 * C;
-          const double dscore = double(att_row[t2]) * (datt[t2] - weighted) * scale;
+          const double dscore = gemm_input(static_cast<Real>(double(att_row[t2]) * (datt[t2] - weighted) * scale));
           for (int i = 0; i < hs; ++i) {
-            dqkv[row_t + h * hs + i] += static_cast<Real>(dscore * qkv[row_t2 + C + h * hs + i]);
-            dqkv[row_t2 + C + h * hs + i] += static_cast<Real>(dscore * qkv[row_t + h * hs + i]);
+            dqkv[row_t + h * hs + i] += static_cast<Real>(dscore * gemm_input(qkv[row_t2 + C + h * hs + i]));
+            dqkv[row_t2 + C + h * hs + i] += static_cast<Real>(dscore * gemm_input(qkv[row_t + h * hs + i]));
           }
         }
       }
