@@ -34,6 +34,21 @@ void in_range(TransformerOps<Real>& ops, const char* op, int layer, Phase phase,
 
 }  // namespace
 
+std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T) {
+  const std::size_t N = static_cast<std::size_t>(B) * T;
+  const std::size_t C = config.channels;
+  const std::size_t Vp = config.padded_vocab();
+  const std::size_t L = config.layers;
+  const std::size_t attention = static_cast<std::size_t>(B) * config.heads * T * T;
+  // Per layer: seven [N,C] tensors, qkv [N,3C], two [N,4C]; the forward adds four [N] statistics
+  // and the attention matrix. Outside the blocks: encoded, lnf, logits, losses; the forward adds
+  // lnf's two statistics and the probabilities.
+  const std::size_t per_layer = 7 * N * C + 3 * N * C + 8 * N * C;
+  const std::size_t forward = N * C + L * (per_layer + 4 * N + attention) + N * C + 2 * N + 2 * N * Vp + N;
+  const std::size_t gradients = N * C + L * per_layer + N * C + N * Vp + N;
+  return (forward + gradients) * sizeof(float) + 2 * N * sizeof(std::int32_t);
+}
+
 GemmPrecision gemm_precision(amp::Mode mode) {
   switch (mode) {
     case amp::Mode::tf32: return GemmPrecision::tf32;

@@ -31,6 +31,10 @@ struct ParameterTensor {
 // The tensors of a config, in buffer order.
 std::vector<ParameterTensor> parameter_layout(const GptConfig& config);
 
+// Bytes of the activations, their gradients and the token arrays Gpt2Model<float> allocates for
+// batches of B sequences of T tokens (for a memory check before allocating anything).
+std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T);
+
 // The GEMM precision a mode runs its matmuls in.
 GemmPrecision gemm_precision(amp::Mode mode);
 

@@ -42,6 +42,13 @@ void AdamW::step(float* params, const float* grads, const std::vector<ParameterT
   }
 }
 
+std::size_t training_bytes_estimate(const GptConfig& config, const TrainOptions& options, amp::Mode mode) {
+  const std::size_t parameters = static_cast<std::size_t>(parameter_count(config));
+  const bool master = amp::policy(mode).weight_storage != num::Format::fp32;
+  const std::size_t arrays = 2 + (master ? 1 : 0) + 2;  // weights, gradients, master, m, v
+  return arrays * parameters * sizeof(float) + activation_bytes_estimate(config, options.batch, options.seq_len);
+}
+
 std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mode mode) {
   if (mode == amp::Mode::fp8) return "the Transformer workload has no fp8 mode yet";
   return ops.unsupported(gemm_precision(mode));

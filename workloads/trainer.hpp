@@ -69,6 +69,11 @@ struct StepRecord {
   double seconds = 0;      // wall time of the step, device work included
 };
 
+// Bytes a Trainer allocates through the ops: weights, gradients, the fp32 master copy where the
+// mode keeps one, AdamW's two moments, and the model's activations (activation_bytes_estimate).
+// The ops' own workspace (GEMM scratch) comes on top.
+std::size_t training_bytes_estimate(const GptConfig& config, const TrainOptions& options, amp::Mode mode);
+
 // Why `ops` cannot train in `mode`, or nothing when they can.
 std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mode mode);
 

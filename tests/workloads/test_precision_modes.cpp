@@ -128,6 +128,22 @@ TEST(PrecisionModes, EveryModeTrainsCloseToFp32) {
   }
 }
 
+TEST(PrecisionModes, MemoryEstimateIsWhatTheTrainerAllocates) {
+  const GptConfig config = config_by_name("tiny");
+  const MarkovChain chain = MarkovChain::random(config.vocab, 3, 11);
+  for (amp::Mode mode : {amp::Mode::fp32, amp::Mode::bf16}) {
+    ReferenceOps<float> ops;
+    TrainOptions options = tiny_options(2);
+    options.batch = 3;
+    options.seq_len = 7;
+    MarkovTokenStream data(chain, 1);
+    Trainer trainer(config, options, ops, mode);
+    trainer.step(data);
+    EXPECT_EQ(ops.peak_bytes(), training_bytes_estimate(config, options, mode)) << amp::mode_name(mode);
+    EXPECT_EQ(ops.live_bytes(), ops.peak_bytes()) << "nothing is allocated per step";
+  }
+}
+
 TEST(PrecisionModes, Fp8IsRefusedWithAReason) {
   ReferenceOps<float> ops;
   const auto reason = unsupported_mode(ops, amp::Mode::fp8);
