@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/run.hpp"
 #include "core/error.hpp"
+#include "workloads/config.hpp"
 
 namespace mpbench::cli {
 
@@ -21,14 +22,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("run", "run benchmark suites and write one result document");
   auto o = std::make_shared<RunOptions>();
   auto max_noise = std::make_shared<double>(0), min_time = std::make_shared<double>(0), timeout = std::make_shared<double>(0);
-  cmd->add_option("--suite", o->suites, "gemm, bandwidth, cast or all (repeat or comma-separate)")
+  cmd->add_option("--suite", o->suites, "gemm, bandwidth, cast, transformer or all (repeat or comma-separate)")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--device", o->device, "auto (GPU if usable, else CPU), cuda, cuda:N or cpu")->capture_default_str();
   cmd->add_option("--precision", o->precisions,
                   "comma-separated precisions to run (default: all the suite has); gemm: fp32, tf32, fp16, "
-                  "fp16-acc16, bf16, fp8-e4m3; bandwidth: fp32, fp16, bf16; cast: fp16, bf16, fp8-e4m3")
+                  "fp16-acc16, bf16, fp8-e4m3; bandwidth: fp32, fp16, bf16; cast: fp16, bf16, fp8-e4m3; "
+                  "transformer (modes): fp32, tf32, amp-fp16, amp-bf16, bf16")
       ->delimiter(',');
-  cmd->add_option("--filter", o->filter, "regular expression on case ids suite/case/precision");
+  cmd->add_option("--filter", o->filter, "regular expression on the microbenchmark case ids suite/case/precision");
   cmd->add_flag("--quick", o->quick, "fewer sizes and a looser noise target (a smoke run)");
   cmd->add_option("--out", o->out, "result document to write (JSON, schema mpbench.result/1)")->capture_default_str();
   cmd->add_option("--shape", o->shapes, "extra GEMM shape MxNxK[xBATCH] for the gemm suite (repeatable)");
@@ -37,6 +39,32 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto* noise = cmd->add_option("--max-noise", *max_noise, "stop sampling once stddev/mean is below this (default 0.005; --quick 0.02)")->check(kPositive);
   auto* mintime = cmd->add_option("--min-time", *min_time, "seconds of device time to accumulate per case at least (default 0.5; --quick 0.05)")->check(kPositive);
   auto* limit = cmd->add_option("--timeout", *timeout, "wall-clock seconds per case at most (default 15; --quick 3)")->check(kPositive);
+  auto& t = o->transformer;
+  const std::string training = "Transformer training";
+  cmd->add_option("--config", t.config,
+                  fmt::format("model config: {} (default: small on a CPU, gpt2-124m on a GPU)",
+                              fmt::join(workloads::config_names(), ", ")))->group(training);
+  cmd->add_option("--batch", t.batch, "sequences per micro-batch (default: 4 for tiny/small, 8 for GPT-2 sizes on a GPU, 1 on a CPU)")
+      ->check(CLI::PositiveNumber)->group(training);
+  cmd->add_option("--seq", t.seq_len, "tokens per sequence (default: the config's context length)")
+      ->check(CLI::PositiveNumber)->group(training);
+  cmd->add_option("--steps", t.steps, "optimizer steps per mode (default 30; --quick 10)")->check(CLI::PositiveNumber)->group(training);
+  cmd->add_option("--warmup-steps", t.warmup_steps, "first steps left out of the step-time statistics (default: steps/5, at least 1)")
+      ->check(CLI::NonNegativeNumber)->group(training);
+  cmd->add_option("--micro-batches", t.micro_batches, "gradient accumulation: micro-batches per optimizer step")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group(training);
+  cmd->add_option("--vocab-pad", t.vocab_pad, "pad the vocabulary to a multiple of this (64 gives llm.c's 50304; 1 keeps 50257)")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group(training);
+  cmd->add_option("--attention", t.attention, "attention kernels: unfused (batched GEMMs + softmax; fused cuDNN attention is not implemented yet)")
+      ->check(CLI::IsMember({"unfused"}))->capture_default_str()->group(training);
+  cmd->add_option("--data", t.data_file, "file of little-endian uint16 token ids to train on (default: a synthetic Markov chain with a known entropy floor)")
+      ->group(training);
+  cmd->add_option("--checkpoint-in", t.checkpoint_in, "start every mode from the weights in this checkpoint directory")->group(training);
+  cmd->add_option("--checkpoint-out", t.checkpoint_out,
+                  "write each mode's final weights as DIR/<mode>/ (safetensors with Hugging Face GPT-2 names, config.json, "
+                  "a batch and its fp32 loss and gradients): check them with scripts/check_against_pytorch.py")
+      ->group(training);
+  cmd->add_option("--seed", t.seed, "seed of the weights and of the synthetic data")->capture_default_str()->group(training);
   cmd->allow_extras();
   cmd->footer(
       "Options starting with --benchmark_ go to Google Benchmark, the harness (e.g. --benchmark_filter, "

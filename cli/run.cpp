@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/registry.hpp"
 #include "cli/command_line.hpp"
+#include "cli/transformer_ops.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "microbench/runner.hpp"
@@ -23,9 +24,17 @@ namespace {
 using microbench::CaseSpec;
 using microbench::Suite;
 
+constexpr const char* kTransformer = "transformer";
+
+bool wants_transformer(const std::vector<std::string>& names) {
+  return std::any_of(names.begin(), names.end(), [](const std::string& n) { return n == "all" || n == kTransformer; });
+}
+
+// The microbenchmark suites among `names` (the transformer suite runs apart from them).
 std::vector<const Suite*> selected_suites(const std::vector<std::string>& names) {
   std::vector<const Suite*> chosen;
   for (const auto& name : names) {
+    if (name == kTransformer) continue;
     if (name == "all") {
       for (const auto& s : microbench::suites()) chosen.push_back(&s);
       continue;
@@ -38,9 +47,12 @@ std::vector<const Suite*> selected_suites(const std::vector<std::string>& names)
   return unique;
 }
 
-void check_precisions(const std::vector<std::string>& precisions, const std::vector<const Suite*>& suites) {
+void check_precisions(const std::vector<std::string>& precisions, const std::vector<const Suite*>& suites,
+                      bool transformer) {
   std::set<std::string> known;
   for (const Suite* s : suites) known.insert(s->precisions.begin(), s->precisions.end());
+  if (transformer)
+    for (const auto& p : amp::all_policies()) known.insert(std::string(p.name));
   for (const auto& p : precisions)
     if (!known.count(p))
       throw UsageError(fmt::format("unknown precision '{}' for the chosen suites: use one of {}", p, fmt::join(known, ", ")));
@@ -111,11 +123,26 @@ void warn_if_cpu_was_shared(const Backend& backend) {
                load, cores);
 }
 
+// The modes among the precisions asked for (all of them: none asked for).
+std::vector<amp::Mode> transformer_modes(const std::vector<std::string>& precisions) {
+  std::vector<amp::Mode> modes;
+  for (const auto& p : precisions)
+    if (auto mode = amp::parse_mode(p)) modes.push_back(*mode);
+  return modes;
+}
+
+void print_line(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
+
 }  // namespace
 
 int run_benchmarks(const RunOptions& options) {
   const auto suites = selected_suites(options.suites);
-  check_precisions(options.precisions, suites);
+  const bool transformer = wants_transformer(options.suites);
+  check_precisions(options.precisions, suites, transformer);
+  workloads::TransformerSuiteOptions transformer_options = options.transformer;
+  transformer_options.quick = options.quick;
+  transformer_options.modes = transformer_modes(options.precisions);
+  const bool run_transformer = transformer && (options.precisions.empty() || !transformer_options.modes.empty());
   std::vector<GemmShape> shapes;
   for (const auto& text : options.shapes) shapes.push_back(parse_shape(text));
   std::regex filter;
@@ -134,18 +161,32 @@ int run_benchmarks(const RunOptions& options) {
   check_device_can(options.precisions, suites, backend);
   check_shapes_fit(shapes, backend);
 
+  std::optional<workloads::TransformerPlan> plan;
+  if (run_transformer) plan = workloads::plan_transformer_run(transformer_options, backend.device());
+
   microbench::SuiteOptions suite_options{options.quick, options.precisions, shapes};
   std::vector<CaseSpec> specs;
   for (const Suite* s : suites)
     for (auto& spec : s->cases(backend, suite_options))
       if (std::regex_search(spec.id(), filter)) specs.push_back(std::move(spec));
-  if (specs.empty()) throw UsageError(fmt::format("no case matches --filter '{}': see `mpbench list`", options.filter));
+  if (specs.empty() && !plan)
+    throw UsageError(fmt::format("no case matches --filter '{}': see `mpbench list`", options.filter));
 
-  std::fprintf(stderr, "mpbench: %zu cases on %s (%s)\n", specs.size(), backend.device().name.c_str(),
-               backend.device().backend.c_str());
+  std::fprintf(stderr, "mpbench: %zu cases%s on %s (%s)\n", specs.size(),
+               plan ? fmt::format(" and {} training modes", plan->modes.size()).c_str() : "",
+               backend.device().name.c_str(), backend.device().backend.c_str());
   install_interrupt_handler();
-  auto outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, print_progress);
+  microbench::RunOutcome outcome;
+  if (!specs.empty())
+    outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, print_progress);
   for (const Suite* s : suites) s->finalize(outcome.cases);
+  if (plan && !outcome.interrupted) {
+    const auto ops = make_transformer_ops(backend);
+    auto trained = workloads::run_transformer_suite(*plan, *ops, backend.device(), print_line);
+    for (auto& c : trained.cases) outcome.cases.push_back(std::move(c));
+    outcome.interrupted = trained.interrupted;
+    workloads::compare_final_losses(outcome.cases);
+  }
 
   ResultDocument document;
   document.created = utc_timestamp_now();
@@ -157,6 +198,7 @@ int run_benchmarks(const RunOptions& options) {
                   {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"interrupted", outcome.interrupted},
                   {"sampler", sampler_config(options).to_json()}};
   for (const Suite* s : suites) document.run["suites"].push_back(s->name);
+  if (plan) document.run["suites"].push_back(kTransformer);
   document.cases = std::move(outcome.cases);
   document.compute_speedups("fp32");
   write_file_atomically(options.out, document.to_json().dump(2) + "\n");

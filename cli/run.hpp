@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "workloads/transformer_suite.hpp"
+
 namespace mpbench::cli {
 
 struct RunOptions {
@@ -18,6 +20,8 @@ struct RunOptions {
   std::string cpu_isa;
   std::optional<double> max_noise, min_time, timeout;
   std::vector<std::string> benchmark_args;  // --benchmark_* passed to Google Benchmark
+  // The transformer suite's own options; its modes come from `precisions`.
+  workloads::TransformerSuiteOptions transformer;
 };
 
 // Returns the exit code: 0 all cases ok or skipped, 1 some case failed, 130 interrupted.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace mpbench::microbench {
@@ -39,6 +40,30 @@ std::string format_choice(const CaseResult& c) {
   return out;
 }
 
+std::string format_bytes(double bytes) {
+  if (bytes >= 1073741824.0) return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
+  return fmt::format("{:.0f} MiB", bytes / 1048576.0);
+}
+
+std::string transformer_header() {
+  return fmt::format("{:<24} {:<9} {:>10} {:>5} {:>10} {:>8} {:>9} {:>6} {:>10} {:>10} {:>8}\n", "case", "mode",
+                     "step", "cv", "tokens/s", "vs fp32", "TFLOP/s", "MFU", "peak mem", "final loss", "skipped");
+}
+
+// A training case: step time, tokens/s, speedup, model TFLOP/s, MFU, memory, loss, skipped steps.
+std::string transformer_row(const CaseResult& c, std::optional<double> speedup) {
+  const auto& d = c.details;
+  const std::string mfu = c.rates.contains("mfu") ? fmt::format("{:.1f}%", 100 * c.rates["mfu"].get<double>()) : "-";
+  const std::string loss = d.contains("final_loss") && d["final_loss"].is_number()
+                               ? fmt::format("{:.4f}", d["final_loss"].get<double>())
+                               : "-";
+  return fmt::format("{:<24} {:<9} {:>10} {:>4.1f}% {:>10.0f} {:>8} {:>9.3f} {:>6} {:>10} {:>10} {:>8}\n", c.name,
+                     c.precision, format_seconds(c.seconds->median), 100 * c.seconds->relative_spread(),
+                     c.rates["tokens_per_s"].get<double>(), speedup ? fmt::format("{:.2f}x", *speedup) : "",
+                     c.rates["tflops"].get<double>(), mfu, format_bytes(c.rates["peak_memory_bytes"].get<double>()), loss,
+                     d["skipped_steps"].size());
+}
+
 }  // namespace
 
 std::string format_summary(const ResultDocument& document) {
@@ -48,16 +73,25 @@ std::string format_summary(const ResultDocument& document) {
   std::string out;
   std::string current_suite;
   for (const auto& c : document.cases) {
-    if (c.suite != current_suite) {
+    const bool training = c.suite == "transformer";
+    if (c.suite != current_suite && training) {
+      current_suite = c.suite;
+      out += fmt::format("\n== {} ({}) ==\n{}", c.suite, c.backend, transformer_header());
+    } else if (c.suite != current_suite) {
       current_suite = c.suite;
       out += fmt::format("\n== {} ({}) ==\n{:<34} {:<10} {:>10} {:>6} {:>16} {:>10} {:>8}  {}\n", c.suite, c.backend,
                          "case", "precision", "median", "cv", "rate", "share", "vs fp32", "library choice / note");
     }
     if (c.status != CaseStatus::ok) {
-      out += fmt::format("{:<34} {:<10} {:>10}  {}\n", c.name, c.precision, case_status_name(c.status), c.message);
+      out += training ? fmt::format("{:<24} {:<9} {:>10}  {}\n", c.name, c.precision, case_status_name(c.status), c.message)
+                      : fmt::format("{:<34} {:<10} {:>10}  {}\n", c.name, c.precision, case_status_name(c.status), c.message);
       continue;
     }
     const auto it = speedup.find({c.suite, c.name, c.backend, c.precision});
+    if (training) {
+      out += transformer_row(c, it == speedup.end() ? std::nullopt : std::optional<double>(it->second));
+      continue;
+    }
     out += fmt::format("{:<34} {:<10} {:>10} {:>5.1f}% {:>16} {:>10} {:>8}  {}\n", c.name, c.precision,
                        format_seconds(c.seconds->median), 100 * c.seconds->relative_spread(), format_rate(c),
                        format_share(c), it == speedup.end() ? "" : fmt::format("{:.2f}x", it->second),

@@ -1,0 +1,330 @@
+#include "workloads/transformer_suite.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include "amp/memory.hpp"
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
+#include "core/peaks.hpp"
+#include "workloads/checkpoint.hpp"
+#include "workloads/data.hpp"
+#include "workloads/model.hpp"
+
+namespace mpbench::workloads {
+namespace {
+
+constexpr int kMarkovSuccessors = 4;  // successors per token of the synthetic chain
+constexpr double kMemoryHeadroom = 0.9;  // leave a tenth of the device to the ops' workspace and others
+
+bool on_cpu(const DeviceInfo& device) { return device.backend != "cuda"; }
+
+int default_batch(const GptConfig& config, const DeviceInfo& device) {
+  if (config.name == "tiny" || config.name == "small") return 4;
+  return on_cpu(device) ? 1 : 8;
+}
+
+std::vector<amp::Mode> default_modes() {
+  return {amp::Mode::fp32, amp::Mode::tf32, amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16};
+}
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
+
+// The mode that needs the most memory: one with a separate master copy when there is one.
+amp::Mode largest_mode(const std::vector<amp::Mode>& modes) {
+  for (amp::Mode m : modes)
+    if (amp::policy(m).weight_storage != num::Format::fp32) return m;
+  return modes.front();
+}
+
+void check_memory(const TransformerPlan& plan, const DeviceInfo& device) {
+  if (device.memory_bytes == 0) return;
+  const double available = kMemoryHeadroom * static_cast<double>(device.memory_bytes);
+  const amp::Mode mode = largest_mode(plan.modes);
+  TrainOptions trial = plan.train;
+  const std::size_t need = training_bytes_estimate(plan.config, trial, mode);
+  if (static_cast<double>(need) <= available) return;
+  int fits = 0;
+  for (int b = plan.train.batch - 1; b >= 1 && fits == 0; --b) {
+    trial.batch = b;
+    if (static_cast<double>(training_bytes_estimate(plan.config, trial, mode)) <= available) fits = b;
+  }
+  const std::size_t activations = activation_bytes_estimate(plan.config, plan.train.batch, plan.train.seq_len);
+  throw UsageError(fmt::format(
+      "config {} with --batch {} --seq {} needs {} in {} ({} of activations, {} of weights, gradients, master "
+      "and optimizer state) but {} has {} ({} usable): {}",
+      plan.config.name, plan.train.batch, plan.train.seq_len, gib(double(need)), amp::mode_name(mode),
+      gib(double(activations)), gib(double(need - activations)), device.name, gib(double(device.memory_bytes)),
+      gib(available),
+      fits > 0 ? fmt::format("--batch {} fits (use --micro-batches to keep the tokens per step)", fits)
+               : "not even --batch 1 fits: use a shorter --seq or a smaller --config"));
+}
+
+std::unique_ptr<TokenSource> make_data(const TransformerPlan& plan, const std::optional<MarkovChain>& chain) {
+  if (!plan.data_file.empty()) return std::make_unique<FileTokenSource>(plan.data_file, plan.config.vocab);
+  return std::make_unique<MarkovTokenStream>(*chain, plan.train.seed + 1);
+}
+
+nlohmann::json config_json(const GptConfig& c) {
+  return {{"name", c.name},         {"vocab", c.vocab},     {"vocab_pad", c.vocab_pad},
+          {"padded_vocab", c.padded_vocab()}, {"max_seq", c.max_seq}, {"layers", c.layers},
+          {"heads", c.heads},       {"channels", c.channels}, {"parameters", parameter_count(c)}};
+}
+
+// Mean loss of the last fifth of the non-skipped steps (at least one, at most five steps).
+double final_loss(const std::vector<StepRecord>& records) {
+  std::vector<double> losses;
+  for (const StepRecord& r : records)
+    if (!r.skipped) losses.push_back(r.loss);
+  if (losses.empty()) return NAN;
+  const std::size_t count = std::clamp<std::size_t>(losses.size() / 5, 1, 5);
+  double sum = 0;
+  for (std::size_t i = losses.size() - count; i < losses.size(); ++i) sum += losses[i];
+  return sum / static_cast<double>(count);
+}
+
+struct ModeRun {
+  std::vector<StepRecord> records;
+  std::size_t peak_bytes = 0, activation_bytes = 0, model_state_bytes = 0;
+  bool interrupted = false;
+  std::vector<float> final_weights;  // fp32 weights after the last step, when a checkpoint is wanted
+};
+
+std::string progress_line(const TransformerPlan& plan, amp::Mode mode, const StepRecord& r) {
+  const double tokens = double(plan.train.batch) * plan.train.seq_len * plan.train.micro_batches;
+  std::string line = fmt::format("transformer {} {}: step {}/{} loss {:.4f} {:.0f} tok/s", plan.case_name(),
+                                 amp::mode_name(mode), r.step + 1, plan.train.steps, r.loss, tokens / r.seconds);
+  if (amp::policy(mode).loss_scaling == amp::LossScaling::dynamic) line += fmt::format(" scale {:g}", r.loss_scale);
+  if (r.skipped) line += " (skipped: non-finite gradients)";
+  return line;
+}
+
+ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<float>& ops, TokenSource& data,
+                   const std::vector<float>* initial, const TrainingProgress& progress) {
+  ModeRun run;
+  const std::size_t live_before = ops.live_bytes();
+  ops.reset_peak();
+  Trainer trainer(plan.config, plan.train, ops, mode);
+  if (initial) trainer.load_params(*initial);
+  const int every = std::max(1, plan.train.steps / 20);
+  for (int s = 0; s < plan.train.steps; ++s) {
+    run.records.push_back(trainer.step(data));
+    if (s % every == 0 || s + 1 == plan.train.steps) progress(progress_line(plan, mode, run.records.back()));
+    if (interrupt_requested()) {
+      run.interrupted = true;
+      return run;
+    }
+  }
+  run.peak_bytes = ops.peak_bytes() - live_before;
+  run.activation_bytes = trainer.model().activation_bytes();
+  run.model_state_bytes = trainer.model_state_bytes();
+  if (!plan.checkpoint_out.empty()) {
+    run.final_weights.resize(trainer.model().parameter_count());
+    ops.copy_to_host(run.final_weights.data(), trainer.master_params(), run.final_weights.size() * sizeof(float));
+  }
+  return run;
+}
+
+// The checkpoint holds the fp32 weights (the master copy) and their loss and gradient on the next
+// batch computed in fp32, which PyTorch can check whatever mode trained them.
+void write_mode_checkpoint(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run,
+                           TransformerOps<float>& ops, TokenSource& data, CaseResult& result) {
+  const auto dir = std::filesystem::path(plan.checkpoint_out) / std::string(amp::mode_name(mode));
+  Gpt2Model<float> model(plan.config, plan.train.batch, plan.train.seq_len, ops, amp::Mode::fp32);
+  model.upload_params(run.final_weights);
+  const CheckpointBatch batch = evaluate_batch(model, data.next_batch(plan.train.batch, plan.train.seq_len));
+  const nlohmann::json info = {{"trained_mode", amp::mode_name(mode)},
+                               {"steps", plan.train.steps},
+                               {"seed", plan.train.seed},
+                               {"final_loss_in_mode", result.details["final_loss"]}};
+  write_checkpoint(dir, plan.config, model.tensors(), run.final_weights, batch, info);
+  result.details["checkpoint"] = {{"dir", dir.string()}, {"fp32_batch_loss", batch.loss}};
+}
+
+void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run, const DeviceInfo& device,
+                  std::optional<double> entropy_floor, CaseResult& c) {
+  std::vector<double> step_seconds;
+  for (std::size_t i = plan.timing_warmup; i < run.records.size(); ++i) step_seconds.push_back(run.records[i].seconds);
+  c.seconds = Statistics::of(step_seconds);
+  const double tokens_per_step = double(plan.train.batch) * plan.train.seq_len * plan.train.micro_batches;
+  const double flops_per_token = flops_per_token_llmc(plan.config, plan.train.seq_len);
+  const double tflops = flops_per_token * tokens_per_step / c.seconds->median / 1e12;
+  c.rates["tokens_per_s"] = tokens_per_step / c.seconds->median;
+  c.rates["tflops"] = tflops;
+  c.rates["peak_memory_bytes"] = run.peak_bytes;
+  c.details["flops"] = {{"per_token", flops_per_token},
+                        {"formula", "6N + 6LCT per token (llm.c; N every parameter, padded vocabulary included)"},
+                        {"per_token_palm", flops_per_token_palm(plan.config, plan.train.seq_len)},
+                        {"parameters", parameter_count(plan.config)}};
+  const GemmPrecision gemm = gemm_precision(mode);
+  if (const auto row = on_cpu(device) ? std::nullopt : find_datasheet(device.name); row && peak_tflops(*row, gemm) > 0) {
+    c.rates["mfu"] = tflops / peak_tflops(*row, gemm);
+    c.details["peak"] = {{"gpu", row->gpu}, {"gemm_precision", gemm_precision_info(gemm).name},
+                         {"tflops", peak_tflops(*row, gemm)}, {"source", row->source}};
+  } else {
+    c.details["peak"] = {{"note", on_cpu(device) ? "no datasheet peak for CPUs: MFU is not reported"
+                                                 : "no datasheet row for this GPU: MFU is not reported"}};
+  }
+  nlohmann::json loss = nlohmann::json::array(), scale = nlohmann::json::array(), norms = nlohmann::json::array(),
+                 lrs = nlohmann::json::array(), skipped = nlohmann::json::array();
+  for (const StepRecord& r : run.records) {
+    loss.push_back(r.loss);
+    scale.push_back(r.loss_scale);
+    norms.push_back(std::isfinite(r.grad_norm) ? nlohmann::json(r.grad_norm) : nlohmann::json(nullptr));
+    lrs.push_back(r.lr);
+    if (r.skipped) skipped.push_back(r.step);
+  }
+  c.details["loss"] = loss;
+  c.details["grad_norm"] = norms;
+  c.details["lr"] = lrs;
+  if (amp::policy(mode).loss_scaling == amp::LossScaling::dynamic) c.details["loss_scale"] = scale;
+  c.details["skipped_steps"] = skipped;
+  c.details["final_loss"] = final_loss(run.records);
+  if (entropy_floor) {
+    c.details["entropy_floor"] = *entropy_floor;
+    c.details["final_loss_above_floor"] = final_loss(run.records) - *entropy_floor;
+  }
+  const auto account = amp::model_state_memory(mode, static_cast<std::uint64_t>(parameter_count(plan.config)));
+  c.details["memory"] = {
+      {"allocated_peak_bytes", run.peak_bytes},
+      {"activation_bytes", run.activation_bytes},
+      {"model_state_bytes", run.model_state_bytes},
+      {"estimate_bytes", training_bytes_estimate(plan.config, plan.train, mode)},
+      {"account", {{"persistent_bytes", account.persistent_bytes()},
+                   {"peak_bytes", account.peak_bytes()},
+                   {"per_parameter", {{"weights", account.per_parameter.weights},
+                                      {"working_copy", account.per_parameter.working_copy},
+                                      {"master", account.per_parameter.master},
+                                      {"gradients", account.per_parameter.gradients},
+                                      {"optimizer_state", account.per_parameter.optimizer_state}}}}},
+      {"note", "activations live in fp32 buffers holding values rounded to the mode's storage type, so the "
+               "allocated bytes do not shrink in low precision; the account is what the mode's types need"}};
+}
+
+}  // namespace
+
+std::string TransformerPlan::case_name() const {
+  std::string name = fmt::format("{}_b{}_t{}", config.name, train.batch, train.seq_len);
+  if (train.micro_batches > 1) name += fmt::format("_x{}", train.micro_batches);
+  if (config.vocab_pad != 64) name += fmt::format("_pad{}", config.vocab_pad);
+  return name;
+}
+
+TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, const DeviceInfo& device) {
+  TransformerPlan plan;
+  std::optional<Checkpoint> start;
+  if (!options.checkpoint_in.empty()) start = read_checkpoint(options.checkpoint_in);
+  const std::string name = !options.config.empty() ? options.config
+                           : start                 ? start->config.name
+                           : on_cpu(device)        ? "small"
+                                                   : "gpt2-124m";
+  plan.config = config_by_name(name, options.vocab_pad);
+  if (start && (start->config.layers != plan.config.layers || start->config.channels != plan.config.channels ||
+                start->config.heads != plan.config.heads || start->config.vocab != plan.config.vocab ||
+                start->config.max_seq != plan.config.max_seq)) {
+    throw UsageError(fmt::format("--checkpoint-in {} holds a {} model, not {}: drop --config or pick {}",
+                                 options.checkpoint_in, start->config.name, plan.config.name, start->config.name));
+  }
+  plan.train.batch = options.batch > 0 ? options.batch : default_batch(plan.config, device);
+  plan.train.seq_len = options.seq_len > 0 ? options.seq_len : plan.config.max_seq;
+  plan.train.steps = options.steps > 0 ? options.steps : (options.quick ? 10 : 30);
+  plan.train.micro_batches = options.micro_batches;
+  plan.train.warmup_steps = std::max(1, plan.train.steps / 10);  // learning-rate warm-up
+  plan.train.seed = options.seed;
+  plan.timing_warmup = options.warmup_steps >= 0 ? options.warmup_steps : std::max(1, plan.train.steps / 5);
+  if (options.batch < 0 || options.seq_len < 0 || options.steps < 0 || options.micro_batches < 1) {
+    throw UsageError("--batch, --seq and --steps must be positive and --micro-batches at least 1");
+  }
+  if (plan.train.seq_len > plan.config.max_seq) {
+    throw UsageError(fmt::format("--seq {} is longer than config {}'s {} positions", plan.train.seq_len,
+                                 plan.config.name, plan.config.max_seq));
+  }
+  if (plan.timing_warmup >= plan.train.steps) {
+    throw UsageError(fmt::format("--steps {} leaves no step to time after {} warm-up steps: use more steps",
+                                 plan.train.steps, plan.timing_warmup));
+  }
+  plan.modes = options.modes.empty() ? default_modes() : options.modes;
+  plan.data_file = options.data_file;
+  if (!plan.data_file.empty()) FileTokenSource check(plan.data_file, plan.config.vocab);
+  plan.checkpoint_in = options.checkpoint_in;
+  plan.checkpoint_out = options.checkpoint_out;
+  check_memory(plan, device);
+  return plan;
+}
+
+TransformerOutcome run_transformer_suite(const TransformerPlan& plan, TransformerOps<float>& ops,
+                                         const DeviceInfo& device, const TrainingProgress& progress) {
+  TransformerOutcome outcome;
+  std::optional<MarkovChain> chain;
+  std::optional<double> floor;
+  if (plan.data_file.empty()) {
+    chain = MarkovChain::random(plan.config.vocab, kMarkovSuccessors, plan.train.seed);
+    floor = chain->entropy_rate();
+  }
+  std::optional<std::vector<float>> initial;
+  if (!plan.checkpoint_in.empty()) initial = read_checkpoint(plan.checkpoint_in).params;
+
+  for (amp::Mode mode : plan.modes) {
+    CaseResult c;
+    c.suite = "transformer";
+    c.name = plan.case_name();
+    c.backend = device.backend;
+    c.precision = std::string(amp::mode_name(mode));
+    c.params = {{"config", config_json(plan.config)},   {"batch", plan.train.batch},
+                {"seq_len", plan.train.seq_len},         {"micro_batches", plan.train.micro_batches},
+                {"steps", plan.train.steps},             {"timing_warmup_steps", plan.timing_warmup},
+                {"tokens_per_step", plan.train.batch * plan.train.seq_len * plan.train.micro_batches},
+                {"data", plan.data_file.empty() ? nlohmann::json{{"kind", "markov"}, {"successors", kMarkovSuccessors}}
+                                                : nlohmann::json{{"kind", "file"}, {"path", plan.data_file}}},
+                {"attention", "unfused"}};
+    if (!plan.checkpoint_in.empty()) c.params["checkpoint_in"] = plan.checkpoint_in;
+    c.details["implementation"] = ops.implementation();
+    c.details["policy"] = std::string(amp::policy(mode).summary);
+    if (const auto reason = unsupported_mode(ops, mode)) {
+      c.status = CaseStatus::skipped;
+      c.message = *reason;
+      progress(fmt::format("transformer {} {}: skipped: {}", c.name, c.precision, *reason));
+      outcome.cases.push_back(std::move(c));
+      continue;
+    }
+    try {
+      auto data = make_data(plan, chain);
+      const ModeRun run = train_mode(plan, mode, ops, *data, initial ? &*initial : nullptr, progress);
+      if (run.interrupted) {
+        outcome.interrupted = true;
+        return outcome;
+      }
+      fill_metrics(plan, mode, run, device, floor, c);
+      if (!plan.checkpoint_out.empty()) write_mode_checkpoint(plan, mode, run, ops, *data, c);
+    } catch (const OutOfMemoryError& e) {
+      c.status = CaseStatus::error;
+      c.message = fmt::format("out of memory: {} (the estimate was {}): use a smaller --batch or --seq", e.what(),
+                              gib(double(training_bytes_estimate(plan.config, plan.train, mode))));
+    } catch (const BackendError& e) {
+      c.status = CaseStatus::error;
+      c.message = e.what();
+    }
+    if (c.status == CaseStatus::error) progress(fmt::format("transformer {} {}: error: {}", c.name, c.precision, c.message));
+    outcome.cases.push_back(std::move(c));
+  }
+  return outcome;
+}
+
+void compare_final_losses(std::vector<CaseResult>& cases) {
+  for (CaseResult& c : cases) {
+    if (c.suite != "transformer" || c.status != CaseStatus::ok || c.precision == "fp32") continue;
+    const auto fp32 = std::find_if(cases.begin(), cases.end(), [&](const CaseResult& b) {
+      return b.suite == c.suite && b.name == c.name && b.backend == c.backend && b.precision == "fp32" &&
+             b.status == CaseStatus::ok;
+    });
+    if (fp32 == cases.end() || !fp32->details["final_loss"].is_number() || !c.details["final_loss"].is_number()) continue;
+    const double base = fp32->details["final_loss"].get<double>();
+    c.details["final_loss_vs_fp32"] = (c.details["final_loss"].get<double>() - base) / base;
+  }
+}
+
+}  // namespace mpbench::workloads

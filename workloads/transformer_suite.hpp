@@ -1,0 +1,70 @@
+#pragma once
+// `mpbench run --suite transformer`: trains the GPT-2 model for a few steps in each precision mode
+// on one device, same weights and same data in every mode, and turns each mode into one case of
+// the result document (step-time statistics after warm-up, tokens/s, TFLOP/s, MFU, memory, the loss
+// curve, the loss scale, the final loss against fp32's and against the data's entropy floor).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "amp/policy.hpp"
+#include "core/backend.hpp"
+#include "core/result.hpp"
+#include "workloads/config.hpp"
+#include "workloads/ops.hpp"
+#include "workloads/trainer.hpp"
+
+namespace mpbench::workloads {
+
+struct TransformerSuiteOptions {
+  std::string config;            // empty: "small" on a CPU, "gpt2-124m" on a GPU
+  int vocab_pad = 64;
+  int batch = 0;                 // 0: the default for the config and device
+  int seq_len = 0;               // 0: the config's max_seq
+  int steps = 0;                 // 0: 30, or 10 with quick
+  int warmup_steps = -1;         // steps left out of the timing statistics; -1: steps / 5, at least 1
+  int micro_batches = 1;
+  std::vector<amp::Mode> modes;  // empty: fp32, tf32, amp-fp16, amp-bf16, bf16
+  std::string attention = "unfused";  // the only attention implemented so far
+  std::string data_file;         // uint16 tokens; empty: the synthetic Markov chain
+  std::string checkpoint_in;     // start from these weights
+  std::string checkpoint_out;    // write each mode's final weights into checkpoint_out/<mode>/
+  std::uint64_t seed = 1;
+  bool quick = false;
+};
+
+// The run after defaults are filled in and everything is checked (UsageError otherwise): what the
+// suite will do, decided before any work.
+struct TransformerPlan {
+  GptConfig config;
+  TrainOptions train;
+  int timing_warmup = 1;
+  std::vector<amp::Mode> modes;
+  std::string data_file;
+  std::string checkpoint_in, checkpoint_out;
+  std::string case_name() const;  // e.g. "small_b4_t256"
+};
+
+// Fills defaults and validates. Throws UsageError for a bad value, or for a batch whose training
+// state does not fit in `device`'s memory (naming what it needs and the largest batch that fits).
+TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, const DeviceInfo& device);
+
+// One line per reported step, on stderr by the caller.
+using TrainingProgress = std::function<void(const std::string& line)>;
+
+struct TransformerOutcome {
+  std::vector<CaseResult> cases;  // one per mode, finished modes only when interrupted
+  bool interrupted = false;
+};
+
+// Trains every mode of the plan on `ops`. A mode the ops cannot run is a skipped case with the
+// reason; one that fails (out of memory, a NaN loss without loss scaling) is an error case, and the
+// next mode still runs.
+TransformerOutcome run_transformer_suite(const TransformerPlan& plan, TransformerOps<float>& ops,
+                                         const DeviceInfo& device, const TrainingProgress& progress);
+
+// Adds, to each transformer case, its final loss against the fp32 case's (relative difference).
+void compare_final_losses(std::vector<CaseResult>& cases);
+
+}  // namespace mpbench::workloads
