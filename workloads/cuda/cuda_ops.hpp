@@ -1,0 +1,141 @@
+#pragma once
+// TransformerOps on one NVIDIA GPU: every GEMM through cuBLASLt (fp32 pedantic, TF32, fp16 or bf16
+// inputs with fp32 accumulation and fp32 results), attention unfused (strided-batched cuBLASLt
+// products around an fp32 softmax kernel), everything else mpbench's own kernels
+// (transformer_kernels.cu). All work goes on one non-blocking stream of the ops; the memory is
+// device memory from cudaMalloc.
+//
+// The numerics are the reference's (workloads/reference_ops.hpp): fp16/bf16 GEMMs read their fp32
+// operands converted to the half type by a round-to-nearest-even kernel, so they read exactly the
+// values the reference rounds to; results are rounded to MatmulPrecision::output by a kernel before
+// they are stored or added. TF32 matmuls read fp32 operands as the Tensor Cores do (they drop the
+// low mantissa bits); attention's operands are rounded to tf32 by the kernels that lay them out.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "workloads/cuda/transformer_kernels.hpp"
+#include "workloads/ops.hpp"
+
+namespace mpbench::workloads {
+
+class CudaTransformerOps final : public TransformerOps<float> {
+ public:
+  // Throws UsageError when there is no usable GPU `device` or this build has no kernels for it.
+  explicit CudaTransformerOps(int device);
+  ~CudaTransformerOps() override;
+  CudaTransformerOps(const CudaTransformerOps&) = delete;
+  CudaTransformerOps& operator=(const CudaTransformerOps&) = delete;
+
+  int device() const { return device_; }
+
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
+  void fill_zero(void* p, std::size_t bytes) override;
+  void synchronize() override;
+
+  std::string implementation() const override;
+  std::optional<std::string> unsupported(GemmPrecision precision) const override;
+  void set_matmul_precision(const MatmulPrecision& precision) override;
+  void round_to(float* x, std::size_t n, num::Format format) override;
+  void begin_op(std::string_view op, int layer, Phase phase) override;
+  void end_op() override;
+
+  void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C) override;
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                        int C) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override;
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int C, int OC) override;
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
+                          int NH) override;
+  void gelu_forward(float* out, const float* inp, std::size_t n) override;
+  void gelu_backward(float* dinp, const float* dout, const float* inp, std::size_t n) override;
+  void residual_forward(float* out, const float* a, const float* b, std::size_t n) override;
+  void residual_backward(float* da, float* db, const float* dout, std::size_t n) override;
+  void softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const std::int32_t* targets,
+                                    int N, int V, int Vp) override;
+  void softmax_crossentropy_backward(float* dlogits, const float* dlosses, const float* probs,
+                                     const std::int32_t* targets, int N, int V, int Vp) override;
+  void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                    const AdamWStep& step) override;
+  double global_norm(const float* grads, std::size_t n) override;
+  void copy(float* dst, const float* src, std::size_t n) override;
+
+ protected:
+  void* allocate_zeroed(std::size_t bytes) override;
+  void free_memory(void* p) noexcept override;
+
+ private:
+  // D [m,n] (column-major, leading dimension ldd) = op(A) op(B), or += with `accumulate`, in
+  // cuBLASLt's terms; A and B hold operands of the current precision's input format, D is fp32.
+  // batch > 1: strided-batched, each matrix `stride_*` elements after the previous one.
+  struct GemmCall {
+    bool transpose_a = false, transpose_b = false;
+    std::int64_t m = 0, n = 0, k = 0;
+    const void* a = nullptr;
+    std::int64_t lda = 0;
+    const void* b = nullptr;
+    std::int64_t ldb = 0;
+    float* d = nullptr;
+    std::int64_t ldd = 0;
+    int batch = 1;
+    std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
+    bool accumulate = false;
+  };
+  struct GemmPlans;  // cuBLASLt descriptors and chosen algorithms per problem (cuda_ops.cpp)
+
+  // Cached device buffers the ops reuse between calls, one per purpose.
+  enum Slot : std::size_t {
+    kOperandA, kOperandB, kOperandC,  // matmul operands converted to fp16/bf16
+    kGemmResult,                      // a GEMM result before it is rounded and added
+    kHeadsQ, kHeadsK, kHeadsV, kHeadsDy,  // attention operands [B,NH,T,hs]
+    kProbsOperand, kScoresGrad, kDscoreOperand,  // attention [B,NH,T,T]
+    kHeadsOutA, kHeadsOutB, kHeadsOutC,  // attention products [B,NH,T,hs], fp32
+    kNormPartials, kLtWorkspace, kSlotCount
+  };
+
+  struct StreamDeleter {
+    void operator()(cudaStream_t stream) const noexcept;
+  };
+  struct LtHandleDeleter {
+    void operator()(cublasLtHandle_t handle) const noexcept;
+  };
+
+  void activate() const;
+  void* scratch(Slot slot, std::size_t bytes);
+  num::Format input_format() const;
+  // A fp32 operand as the GEMM reads it: `values` itself for fp32 and tf32, else its fp16/bf16 copy in `slot`.
+  const void* gemm_operand(const float* values, std::size_t n, Slot slot);
+  void gemm(const GemmCall& call);
+  // dst [count] += the GEMM's result rounded to the output format.
+  void gemm_add(float* dst, std::size_t count, GemmCall call);
+
+  int device_;
+  std::string device_name_;
+  int compute_major_ = 0, compute_minor_ = 0;
+  std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDeleter> stream_;
+  std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, LtHandleDeleter> lt_;
+  cuda_kernels::Launch launch_;
+  MatmulPrecision precision_;
+  std::unique_ptr<GemmPlans> plans_;
+  // Declared last: destroyed first, while the stream they synchronize with still exists.
+  std::array<OpsArray<std::byte>, kSlotCount> scratch_;
+};
+
+}  // namespace mpbench::workloads
