@@ -1,0 +1,528 @@
+// CpuTransformerOps against ReferenceOps<float>: every op forward and backward on random inputs
+// from a fresh seed (odd sizes included), in fp32 and in bf16 matmul precision; round_to bit for
+// bit; the whole tiny model in fp32, amp-bf16 and bf16; a short training run.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "amp/formats.hpp"
+#include "core/error.hpp"
+#include "tests/workloads/gradient_check.hpp"
+#include "workloads/cpu/cpu_ops.hpp"
+#include "workloads/reference_ops.hpp"
+#include "workloads/trainer.hpp"
+
+namespace mpbench::workloads {
+namespace {
+
+using Vec = std::vector<float>;
+
+// |cpu - reference| <= relative * |e| + of_scale * max|e|, where e is the reference's value minus
+// `base` (the values a backward added to), so the bound follows what the op computed.
+struct Tolerance {
+  double relative;
+  double of_scale;
+};
+
+// fp32 math in another order than the reference's double sums: a few fp32 ulps of each value,
+// and of the largest value where a sum cancels to near zero.
+constexpr Tolerance kFp32{1e-5, 2e-6};
+// A result rounded to bf16 from fp32 sums that differ by rounding noise lands on the same bf16
+// value or a neighbour: one bf16 ulp, at most 2^-7 of the value (8 significant bits); plus the
+// fp32 noise of values near zero.
+constexpr Tolerance kBf16Ulp{0x1p-7, 1e-5};
+
+void expect_close(const Vec& actual, const Vec& expected, Tolerance tolerance, const std::string& what,
+                  const Vec* base = nullptr) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  auto change = [&](std::size_t i) { return double(expected[i]) - (base ? double((*base)[i]) : 0.0); };
+  double scale = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) scale = std::max(scale, std::abs(change(i)));
+  std::size_t outside = 0, worst = 0;
+  double worst_ratio = 0;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double error = std::abs(double(actual[i]) - expected[i]);
+    const double allowed = tolerance.relative * std::abs(change(i)) + tolerance.of_scale * scale;
+    if (!(error <= allowed)) ++outside;  // NaN counts as outside
+    const double ratio = allowed > 0 ? error / allowed : (error > 0 ? INFINITY : 0);
+    if (!(ratio <= worst_ratio)) {
+      worst_ratio = ratio;
+      worst = i;
+    }
+  }
+  EXPECT_EQ(outside, 0u) << what << ": " << outside << " of " << actual.size() << " values outside; worst, element "
+                         << worst << ": cpu " << actual[worst] << ", reference " << expected[worst] << " ("
+                         << worst_ratio << " times the tolerance)";
+}
+
+const MatmulPrecision kFp32Matmul{GemmPrecision::fp32, num::Format::fp32};
+const MatmulPrecision kBf16Matmul{GemmPrecision::bf16, num::Format::bf16};
+
+std::string precision_name(const MatmulPrecision& p) {
+  return std::string(gemm_precision_info(p.gemm).name) + " GEMM, " + std::string(num::format_info(p.output).name) +
+         " output";
+}
+
+class CpuOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    seed_ = testing::fresh_seed();
+    trace_ = std::make_unique<::testing::ScopedTrace>(__FILE__, __LINE__, "seed " + std::to_string(seed_));
+  }
+
+  Vec random(std::size_t n, double lo = -1.0, double hi = 1.0) {
+    const auto values = testing::random_values(n, seed_ + draws_++, lo, hi);
+    return Vec(values.begin(), values.end());
+  }
+  std::vector<std::int32_t> random_tokens(std::size_t n, int vocab) {
+    std::vector<std::int32_t> tokens(n);
+    const std::uint64_t stream = seed_ + draws_++;
+    for (std::size_t i = 0; i < n; ++i) tokens[i] = static_cast<std::int32_t>(mix64(stream, i) % vocab);
+    return tokens;
+  }
+
+  // The same values in both ops' memory.
+  struct Both {
+    OpsArray<float> cpu, ref;
+    float* c() { return cpu.data(); }
+    float* r() { return ref.data(); }
+  };
+  Both both(const Vec& values) {
+    Both b{OpsArray<float>(cpu_, values.size()), OpsArray<float>(ref_, values.size())};
+    b.cpu.upload(values);
+    b.ref.upload(values);
+    return b;
+  }
+  struct Tokens {
+    OpsArray<std::int32_t> cpu, ref;
+  };
+  Tokens both(const std::vector<std::int32_t>& values) {
+    Tokens t{OpsArray<std::int32_t>(cpu_, values.size()), OpsArray<std::int32_t>(ref_, values.size())};
+    t.cpu.upload(values);
+    t.ref.upload(values);
+    return t;
+  }
+  void expect_both_close(const Both& b, Tolerance tolerance, const std::string& what, const Vec* base = nullptr) {
+    expect_close(b.cpu.download(), b.ref.download(), tolerance, what, base);
+  }
+  // Skips the test where this CPU's oneDNN has no such GEMM.
+  bool set_precision(const MatmulPrecision& precision) {
+    if (const auto why = cpu_.unsupported(precision.gemm)) return false;
+    cpu_.set_matmul_precision(precision);
+    ref_.set_matmul_precision(precision);
+    return true;
+  }
+
+  CpuTransformerOps cpu_;
+  ReferenceOps<float> ref_;
+  std::uint64_t seed_ = 0;
+  std::uint64_t draws_ = 0;
+  std::unique_ptr<::testing::ScopedTrace> trace_;
+};
+
+TEST_F(CpuOps, Encoder) {
+  for (auto [B, T, C] : {std::tuple{2, 5, 20}, std::tuple{3, 16, 256}}) {
+    SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " C " + std::to_string(C));
+    const int V = 3;  // few tokens, so rows of wte collect several gradients
+    auto tokens = both(random_tokens(B * T, V));
+    auto wte = both(random(V * C)), wpe = both(random(T * C)), out = both(random(B * T * C));
+    cpu_.encoder_forward(out.c(), tokens.cpu.data(), wte.c(), wpe.c(), B, T, C);
+    ref_.encoder_forward(out.r(), tokens.ref.data(), wte.r(), wpe.r(), B, T, C);
+    expect_both_close(out, {0, 0}, "out");  // one fp32 addition: exact
+    const Vec dwte_init = random(V * C), dwpe_init = random(T * C);
+    auto dout = both(random(B * T * C)), dwte = both(dwte_init), dwpe = both(dwpe_init);
+    cpu_.encoder_backward(dwte.c(), dwpe.c(), dout.c(), tokens.cpu.data(), B, T, C);
+    ref_.encoder_backward(dwte.r(), dwpe.r(), dout.r(), tokens.ref.data(), B, T, C);
+    expect_both_close(dwte, kFp32, "dwte", &dwte_init);
+    expect_both_close(dwpe, kFp32, "dwpe", &dwpe_init);
+  }
+}
+
+TEST_F(CpuOps, LayerNorm) {
+  for (auto [N, C] : {std::pair{7, 20}, std::pair{33, 256}}) {
+    SCOPED_TRACE("N " + std::to_string(N) + " C " + std::to_string(C));
+    auto inp = both(random(N * C, -2, 3)), weight = both(random(C)), bias = both(random(C));
+    auto out = both(random(N * C)), mean = both(random(N)), rstd = both(random(N));
+    cpu_.layernorm_forward(out.c(), mean.c(), rstd.c(), inp.c(), weight.c(), bias.c(), N, C);
+    ref_.layernorm_forward(out.r(), mean.r(), rstd.r(), inp.r(), weight.r(), bias.r(), N, C);
+    expect_both_close(out, kFp32, "out");
+    expect_both_close(mean, kFp32, "mean");
+    expect_both_close(rstd, kFp32, "rstd");
+    const Vec dinp_init = random(N * C), dweight_init = random(C), dbias_init = random(C);
+    auto dout = both(random(N * C)), dinp = both(dinp_init), dweight = both(dweight_init), dbias = both(dbias_init);
+    cpu_.layernorm_backward(dinp.c(), dweight.c(), dbias.c(), dout.c(), inp.c(), weight.c(), mean.c(), rstd.c(), N, C);
+    ref_.layernorm_backward(dinp.r(), dweight.r(), dbias.r(), dout.r(), inp.r(), weight.r(), mean.r(), rstd.r(), N, C);
+    expect_both_close(dinp, kFp32, "dinp", &dinp_init);
+    expect_both_close(dweight, kFp32, "dweight", &dweight_init);
+    expect_both_close(dbias, kFp32, "dbias", &dbias_init);
+  }
+}
+
+TEST_F(CpuOps, Matmul) {
+  const MatmulPrecision bf16_fp32_output{GemmPrecision::bf16, num::Format::fp32};
+  for (const MatmulPrecision& precision : {kFp32Matmul, kBf16Matmul, bf16_fp32_output}) {
+    SCOPED_TRACE(precision_name(precision));
+    if (!set_precision(precision)) {
+      ADD_FAILURE() << "oneDNN runs no " << precision_name(precision) << " here: " << *cpu_.unsupported(precision.gemm);
+      continue;
+    }
+    // bf16 operands are exact in fp32 products; only the summation order differs before rounding.
+    const Tolerance tolerance = precision.output == num::Format::bf16 ? kBf16Ulp : kFp32;
+    for (auto [N, C, OC] : {std::tuple{7, 20, 36}, std::tuple{64, 96, 200}, std::tuple{1, 3, 1}}) {
+      for (bool with_bias : {true, false}) {
+        SCOPED_TRACE("N " + std::to_string(N) + " C " + std::to_string(C) + " OC " + std::to_string(OC) +
+                     (with_bias ? " with bias" : " without bias"));
+        auto inp = both(random(N * C)), weight = both(random(OC * C)), bias = both(random(OC));
+        auto out = both(random(N * OC));
+        float* bias_cpu = with_bias ? bias.c() : nullptr;
+        float* bias_ref = with_bias ? bias.r() : nullptr;
+        cpu_.matmul_forward(out.c(), inp.c(), weight.c(), bias_cpu, N, C, OC);
+        ref_.matmul_forward(out.r(), inp.r(), weight.r(), bias_ref, N, C, OC);
+        expect_both_close(out, tolerance, "out");
+        const Vec dinp_init = random(N * C), dweight_init = random(OC * C), dbias_init = random(OC);
+        auto dout = both(random(N * OC)), dinp = both(dinp_init), dweight = both(dweight_init);
+        auto dbias = both(dbias_init);
+        cpu_.matmul_backward(dinp.c(), dweight.c(), bias_cpu ? dbias.c() : nullptr, dout.c(), inp.c(), weight.c(), N,
+                             C, OC);
+        ref_.matmul_backward(dinp.r(), dweight.r(), bias_ref ? dbias.r() : nullptr, dout.r(), inp.r(), weight.r(), N,
+                             C, OC);
+        expect_both_close(dinp, tolerance, "dinp", &dinp_init);
+        expect_both_close(dweight, tolerance, "dweight", &dweight_init);
+        expect_both_close(dbias, tolerance, "dbias", &dbias_init);
+      }
+    }
+  }
+}
+
+TEST_F(CpuOps, MatmulRoundsBf16OutputsToBf16) {
+  if (!set_precision(kBf16Matmul)) GTEST_SKIP() << *cpu_.unsupported(GemmPrecision::bf16);
+  const int N = 5, C = 11, OC = 9;
+  auto inp = both(random(N * C)), weight = both(random(OC * C)), bias = both(random(OC)), out = both(random(N * OC));
+  cpu_.matmul_forward(out.c(), inp.c(), weight.c(), bias.c(), N, C, OC);
+  for (float x : out.cpu.download()) EXPECT_EQ(x, round_to_format(x, num::Format::bf16));
+}
+
+TEST_F(CpuOps, Attention) {
+  for (const MatmulPrecision& precision : {kFp32Matmul, kBf16Matmul}) {
+    SCOPED_TRACE(precision_name(precision));
+    if (!set_precision(precision)) {
+      ADD_FAILURE() << "oneDNN runs no " << precision_name(precision) << " here";
+      continue;
+    }
+    const bool bf16 = precision.gemm == GemmPrecision::bf16;
+    for (auto [B, T, C, NH] : {std::tuple{2, 5, 20, 2}, std::tuple{1, 17, 64, 4}, std::tuple{3, 1, 6, 3}}) {
+      SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " C " + std::to_string(C) + " NH " +
+                   std::to_string(NH));
+      auto qkv = both(random(B * T * 3 * C, -2, 2)), out = both(random(B * T * C));
+      auto att = both(random(B * NH * T * T));
+      cpu_.attention_forward(out.c(), att.c(), qkv.c(), B, T, C, NH);
+      ref_.attention_forward(out.r(), att.r(), qkv.r(), B, T, C, NH);
+      // The softmax is fp32 in every precision. In bf16 an fp32 att that differs from the
+      // reference's by rounding noise can round to the neighbouring bf16 operand: one term of a
+      // sum of up to T moves by a bf16 ulp of it, well inside a bf16 ulp of the largest value.
+      expect_both_close(att, kFp32, "att");
+      const Tolerance tolerance = bf16 ? Tolerance{0x1p-8, 0x1p-9} : kFp32;
+      expect_both_close(out, tolerance, "out");
+      const Vec dqkv_init = random(B * T * 3 * C);
+      auto dout = both(random(B * T * C)), dqkv = both(dqkv_init);
+      cpu_.attention_backward(dqkv.c(), dout.c(), qkv.c(), att.c(), B, T, C, NH);
+      ref_.attention_backward(dqkv.r(), dout.r(), qkv.r(), att.r(), B, T, C, NH);
+      // dscore is rounded to bf16 after fp32 arithmetic that differs from the reference's double
+      // by rounding noise: terms move by a bf16 ulp of themselves.
+      expect_both_close(dqkv, bf16 ? Tolerance{0x1p-7, 0x1p-8} : Tolerance{1e-5, 1e-5}, "dqkv", &dqkv_init);
+    }
+  }
+}
+
+TEST_F(CpuOps, AttentionIsCausal) {
+  const int B = 1, T = 6, C = 8, NH = 2;
+  auto qkv = both(random(B * T * 3 * C)), out = both(random(B * T * C)), att = both(random(B * NH * T * T));
+  cpu_.attention_forward(out.c(), att.c(), qkv.c(), B, T, C, NH);
+  const Vec a = att.cpu.download();
+  for (int h = 0; h < NH; ++h) {
+    for (int t = 0; t < T; ++t) {
+      double row = 0;
+      for (int t2 = 0; t2 < T; ++t2) {
+        const float p = a[(h * T + t) * T + t2];
+        if (t2 > t) {
+          EXPECT_EQ(p, 0.0f);
+        }
+        row += p;
+      }
+      EXPECT_NEAR(row, 1.0, 1e-6);
+    }
+  }
+}
+
+TEST_F(CpuOps, Gelu) {
+  for (std::size_t n : {std::size_t{7}, std::size_t{4099}}) {
+    auto inp = both(random(n, -6, 6)), out = both(random(n));
+    cpu_.gelu_forward(out.c(), inp.c(), n);
+    ref_.gelu_forward(out.r(), inp.r(), n);
+    expect_both_close(out, kFp32, "out");
+    const Vec dinp_init = random(n);
+    auto dout = both(random(n)), dinp = both(dinp_init);
+    cpu_.gelu_backward(dinp.c(), dout.c(), inp.c(), n);
+    ref_.gelu_backward(dinp.r(), dout.r(), inp.r(), n);
+    expect_both_close(dinp, kFp32, "dinp", &dinp_init);
+  }
+}
+
+TEST_F(CpuOps, Residual) {
+  const std::size_t n = 1001;
+  auto a = both(random(n)), b = both(random(n)), out = both(random(n));
+  cpu_.residual_forward(out.c(), a.c(), b.c(), n);
+  ref_.residual_forward(out.r(), a.r(), b.r(), n);
+  expect_both_close(out, {0, 0}, "out");
+  const Vec da_init = random(n), db_init = random(n);
+  auto dout = both(random(n)), da = both(da_init), db = both(db_init);
+  cpu_.residual_backward(da.c(), db.c(), dout.c(), n);
+  ref_.residual_backward(da.r(), db.r(), dout.r(), n);
+  expect_both_close(da, {0, 0}, "da");
+  expect_both_close(db, {0, 0}, "db");
+}
+
+TEST_F(CpuOps, SoftmaxCrossEntropy) {
+  for (auto [N, V, Vp] : {std::tuple{7, 37, 40}, std::tuple{5, 1000, 1024}, std::tuple{3, 9, 9}}) {
+    SCOPED_TRACE("N " + std::to_string(N) + " V " + std::to_string(V) + " Vp " + std::to_string(Vp));
+    auto targets = both(random_tokens(N, V));
+    auto logits = both(random(N * Vp, -8, 8)), probs = both(random(N * Vp)), losses = both(random(N));
+    cpu_.softmax_crossentropy_forward(losses.c(), probs.c(), logits.c(), targets.cpu.data(), N, V, Vp);
+    ref_.softmax_crossentropy_forward(losses.r(), probs.r(), logits.r(), targets.ref.data(), N, V, Vp);
+    expect_both_close(losses, kFp32, "losses");
+    expect_both_close(probs, {1e-5, 0}, "probs");
+    const Vec p = probs.cpu.download();
+    for (int n = 0; n < N; ++n) {
+      for (int v = V; v < Vp; ++v) EXPECT_EQ(p[n * Vp + v], 0.0f) << "padding column " << v;
+    }
+    const Vec dlogits_init = random(N * Vp);
+    auto dlosses = both(random(N)), dlogits = both(dlogits_init);
+    cpu_.softmax_crossentropy_backward(dlogits.c(), dlosses.c(), probs.c(), targets.cpu.data(), N, V, Vp);
+    ref_.softmax_crossentropy_backward(dlogits.r(), dlosses.r(), probs.r(), targets.ref.data(), N, V, Vp);
+    expect_both_close(dlogits, kFp32, "dlogits", &dlogits_init);
+    const Vec d = dlogits.cpu.download();
+    for (int n = 0; n < N; ++n) {
+      for (int v = V; v < Vp; ++v) EXPECT_EQ(d[n * Vp + v], dlogits_init[n * Vp + v]) << "padding column " << v;
+    }
+  }
+}
+
+TEST_F(CpuOps, AdamWIsTheReferenceBitForBit) {
+  const std::size_t n = 10007;
+  auto params = both(random(n)), grads = both(random(n)), m = both(random(n, -0.1, 0.1));
+  auto v = both(random(n, 0, 0.01));
+  const AdamWStep step{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3};
+  cpu_.adamw_update(params.c(), grads.c(), m.c(), v.c(), n, step);
+  ref_.adamw_update(params.r(), grads.r(), m.r(), v.r(), n, step);
+  // The same double arithmetic of adamw_update_element in both.
+  EXPECT_EQ(params.cpu.download(), params.ref.download());
+  EXPECT_EQ(m.cpu.download(), m.ref.download());
+  EXPECT_EQ(v.cpu.download(), v.ref.download());
+}
+
+TEST_F(CpuOps, GlobalNorm) {
+  for (std::size_t n : {std::size_t{5}, std::size_t{1000003}}) {
+    auto grads = both(random(n, -3, 3));
+    const double cpu = cpu_.global_norm(grads.c(), n), ref = ref_.global_norm(grads.r(), n);
+    EXPECT_NEAR(cpu, ref, 1e-12 * ref) << "n " << n;
+  }
+  const std::size_t n = 100003;
+  Vec values = random(n);
+  auto with = [&](std::size_t i, float x) {
+    Vec v = values;
+    v[i] = x;
+    auto a = both(v);
+    return cpu_.global_norm(a.c(), n);
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(with(n / 2, inf), INFINITY);
+  EXPECT_EQ(with(n - 1, -inf), INFINITY);
+  EXPECT_TRUE(std::isnan(with(3, std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_TRUE(std::isnan(with(n - 1, -std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST_F(CpuOps, Copy) {
+  const std::size_t n = 70001;
+  const Vec values = random(n);
+  auto src = both(values), dst = both(random(n));
+  cpu_.copy(dst.c(), src.c(), n);
+  EXPECT_EQ(dst.cpu.download(), values);
+}
+
+std::uint32_t bits_of(float x) { return std::bit_cast<std::uint32_t>(x); }
+
+TEST_F(CpuOps, RoundToIsRoundToFormatBitForBit) {
+  // Random bit patterns cover every exponent, subnormals, infinities and NaNs with payloads; the
+  // fixed values the edges: overflow to inf (bf16 past 0x1.fefp127 rounds up to inf, fp16 from
+  // 65520), halfway cases, signed zeros.
+  std::vector<float> values;
+  const std::uint64_t stream = seed_ + draws_++;
+  for (std::uint64_t i = 0; i < (1u << 20); ++i) values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(mix64(stream, i))));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float x : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
+                  std::bit_cast<float>(0x7F800001u), std::bit_cast<float>(0xFFC12345u), std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::max(), 0x1.fefp127f, 0x1.ff0p127f, 65504.0f, 65519.99f, 65520.0f, -65520.0f,
+                  1e6f, 448.0f, 464.0f, 57344.0f, 61440.0f, 1.0f + 0x1p-8f, 1.0f + 0x1p-9f, 1.0f + 3 * 0x1p-9f,
+                  std::numeric_limits<float>::denorm_min(), 0x1p-126f, 0x1p-25f, 0x1p-24f, 5.96e-8f, 1e-40f}) {
+    values.push_back(x);
+  }
+  for (num::Format format : {num::Format::bf16, num::Format::fp16, num::Format::tf32, num::Format::e4m3,
+                             num::Format::e5m2, num::Format::fp32}) {
+    SCOPED_TRACE(std::string(num::format_info(format).name));
+    OpsArray<float> x(cpu_, values.size());
+    x.upload(values);
+    cpu_.round_to(x.data(), values.size(), format);
+    const Vec rounded = x.download();
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::uint32_t expected = bits_of(round_to_format(values[i], format));
+      if (bits_of(rounded[i]) != expected && ++differ <= 5) {
+        ADD_FAILURE() << std::hex << "0x" << bits_of(values[i]) << " gave 0x" << bits_of(rounded[i]) << ", expected 0x"
+                      << expected;
+      }
+    }
+    EXPECT_EQ(differ, 0u);
+  }
+  // The overflow cases really overflow (the test above would pass with round_to_format broken too).
+  EXPECT_EQ(round_to_format(65520.0f, num::Format::fp16), inf);
+  EXPECT_EQ(round_to_format(0x1.ff0p127f, num::Format::bf16), inf);
+}
+
+TEST_F(CpuOps, UnsupportedPrecisionsGiveReasons) {
+  for (GemmPrecision p : {GemmPrecision::fp8_e4m3, GemmPrecision::tf32, GemmPrecision::fp16_acc16}) {
+    const auto reason = cpu_.unsupported(p);
+    ASSERT_TRUE(reason.has_value()) << gemm_precision_info(p).name;
+    EXPECT_FALSE(reason->empty());
+    EXPECT_THROW(cpu_.set_matmul_precision({p, num::Format::fp32}), UsageError);
+  }
+  EXPECT_FALSE(cpu_.unsupported(GemmPrecision::fp32).has_value());
+  // Asked again, the cached answer.
+  EXPECT_EQ(cpu_.unsupported(GemmPrecision::fp8_e4m3), cpu_.unsupported(GemmPrecision::fp8_e4m3));
+  EXPECT_NE(cpu_.implementation().find("oneDNN"), std::string::npos);
+}
+
+TEST_F(CpuOps, ScratchIsReusedAcrossCalls) {
+  const int N = 16, C = 32, OC = 48;
+  auto inp = both(random(N * C)), weight = both(random(OC * C)), out = both(random(N * OC));
+  auto dout = both(random(N * OC)), dinp = both(random(N * C)), dweight = both(random(OC * C));
+  auto step = [&] {
+    cpu_.matmul_forward(out.c(), inp.c(), weight.c(), nullptr, N, C, OC);
+    cpu_.matmul_backward(dinp.c(), dweight.c(), nullptr, dout.c(), inp.c(), weight.c(), N, C, OC);
+  };
+  if (!set_precision(kBf16Matmul)) GTEST_SKIP() << *cpu_.unsupported(GemmPrecision::bf16);
+  step();
+  const std::size_t after_first = cpu_.live_bytes();
+  step();
+  step();
+  EXPECT_EQ(cpu_.live_bytes(), after_first);
+  EXPECT_NE(cpu_.implementation().find("matmul ("), std::string::npos) << cpu_.implementation();
+}
+
+// The whole tiny model on both ops, same weights and tokens.
+class CpuModel : public ::testing::TestWithParam<amp::Mode> {};
+
+double relative_l2(const Vec& actual, const Vec& expected, std::size_t offset, std::size_t size) {
+  double error = 0, norm = 0;
+  for (std::size_t i = offset; i < offset + size; ++i) {
+    error += (double(actual[i]) - expected[i]) * (double(actual[i]) - expected[i]);
+    norm += double(expected[i]) * expected[i];
+  }
+  return norm > 0 ? std::sqrt(error / norm) : std::sqrt(error);
+}
+
+TEST_P(CpuModel, MatchesTheReferenceModel) {
+  const amp::Mode mode = GetParam();
+  const std::uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const GptConfig config = config_by_name("tiny");
+  const int B = 3, T = 7;
+  CpuTransformerOps cpu;
+  ReferenceOps<float> ref;
+  if (const auto why = unsupported_mode(cpu, mode)) GTEST_SKIP() << *why;
+  Gpt2Model<float> cpu_model(config, B, T, cpu, mode), ref_model(config, B, T, ref, mode);
+  cpu_model.init(seed);
+  // Off GPT-2's special starting values (zero biases, unit norms), the same way in both.
+  Vec params = cpu_model.download_params();
+  const auto noise = testing::random_values(params.size(), seed + 1, -0.05, 0.05);
+  for (std::size_t i = 0; i < params.size(); ++i) params[i] += static_cast<float>(noise[i]);
+  if (mode == amp::Mode::bf16) {
+    for (float& p : params) p = round_to_format(p, num::Format::bf16);  // bf16 weights, as the trainer keeps them
+  }
+  cpu_model.upload_params(params);
+  ref_model.upload_params(params);
+  std::vector<std::int32_t> inputs(B * T), targets(B * T);
+  for (int i = 0; i < B * T; ++i) {
+    inputs[i] = static_cast<std::int32_t>(mix64(seed + 2, i) % config.vocab);
+    targets[i] = static_cast<std::int32_t>(mix64(seed + 3, i) % config.vocab);
+  }
+  cpu_model.zero_grad();
+  ref_model.zero_grad();
+  const double cpu_loss = cpu_model.forward(inputs.data(), targets.data());
+  const double ref_loss = ref_model.forward(inputs.data(), targets.data());
+  cpu_model.backward();
+  ref_model.backward();
+
+  // fp32: rounding noise through two blocks (seen: loss 6e-8 apart, gradients 6e-7 relative).
+  // bf16 storage: a value that lands on the other side of a bf16 rounding boundary moves by a
+  // bf16 ulp (2^-8 relative) and carries that through the layers after it; a few such moves per
+  // tensor are expected, each a small part of it (seen over 36 seeds: gradients up to 5e-3
+  // relative, probabilities 2.5e-4, loss 1e-4).
+  const bool fp32 = mode == amp::Mode::fp32;
+  EXPECT_NEAR(cpu_loss, ref_loss, fp32 ? 1e-6 : 1e-3);
+  const Vec cpu_probs = cpu_model.download_probs(), ref_probs = ref_model.download_probs();
+  if (fp32) {
+    expect_close(cpu_probs, ref_probs, {1e-4, 1e-5}, "probs");
+  } else {
+    EXPECT_LT(relative_l2(cpu_probs, ref_probs, 0, ref_probs.size()), 2e-3) << "probs";
+  }
+  const Vec cpu_grads = cpu_model.download_grads(), ref_grads = ref_model.download_grads();
+  for (const ParameterTensor& t : cpu_model.tensors()) {
+    const double error = relative_l2(cpu_grads, ref_grads, t.offset, t.size);
+    EXPECT_LT(error, fp32 ? 1e-5 : 2e-2) << t.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CpuModel, ::testing::Values(amp::Mode::fp32, amp::Mode::amp_bf16, amp::Mode::bf16),
+                         [](const auto& info) {
+                           std::string name(amp::mode_name(info.param));
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+TEST(CpuTraining, TinyTrainsInAmpBf16) {
+  const GptConfig config = config_by_name("tiny");
+  CpuTransformerOps ops;
+  if (const auto why = unsupported_mode(ops, amp::Mode::amp_bf16)) GTEST_SKIP() << *why;
+  TrainOptions o;
+  o.batch = 4;
+  o.seq_len = 16;
+  o.steps = 30;
+  o.warmup_steps = 5;
+  o.max_lr = 1e-2f;
+  o.min_lr = 1e-3f;
+  o.seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(o.seed));
+  const MarkovChain chain = MarkovChain::random(config.vocab, 3, 11);
+  MarkovTokenStream cpu_data(chain, 1), ref_data(chain, 1);
+  const auto curve = train(config, o, cpu_data, ops, amp::Mode::amp_bf16);
+  ASSERT_EQ(curve.size(), 30u);
+  for (const StepRecord& r : curve) {
+    EXPECT_TRUE(std::isfinite(r.loss)) << "step " << r.step;
+    EXPECT_TRUE(std::isfinite(r.grad_norm)) << "step " << r.step;
+    EXPECT_FALSE(r.skipped) << "step " << r.step;
+  }
+  double end = 0;
+  for (std::size_t i = curve.size() - 5; i < curve.size(); ++i) end += curve[i].loss / 5;
+  EXPECT_NEAR(curve.front().loss, std::log(config.vocab), 0.2);
+  EXPECT_LT(end, curve.front().loss - 0.5) << "start " << curve.front().loss << " end " << end;
+  // The first step is the reference's up to bf16 rounding of the forward pass.
+  ReferenceOps<float> ref;
+  o.steps = 1;
+  EXPECT_NEAR(train(config, o, ref_data, ref, amp::Mode::amp_bf16).front().loss, curve.front().loss, 2e-3);
+}
+
+}  // namespace
+}  // namespace mpbench::workloads

@@ -1,0 +1,603 @@
+#include "workloads/cpu/cpu_ops.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <set>
+#include <unordered_map>
+
+#include "amp/formats.hpp"
+#include "core/error.hpp"
+
+namespace mpbench::workloads {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+constexpr float kLayerNormEps = 1e-5f;
+
+// Below this many elements of work a loop runs on one thread: waking the team costs more than it
+// saves, and far more when other processes hold the cores the team spins on.
+bool worth_threads(std::size_t work) { return work >= (std::size_t{1} << 15); }
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+// The oneDNN type a GEMM of this precision reads, undef where oneDNN has none on CPUs.
+memory::data_type operand_type(GemmPrecision precision) {
+  switch (precision) {
+    case GemmPrecision::fp32: return memory::data_type::f32;
+    case GemmPrecision::fp16: return memory::data_type::f16;
+    case GemmPrecision::bf16: return memory::data_type::bf16;
+    case GemmPrecision::tf32:
+    case GemmPrecision::fp16_acc16:
+    case GemmPrecision::fp8_e4m3: break;
+  }
+  return memory::data_type::undef;
+}
+
+// x[i] = round_to_format(x[i], F) with the format fixed at compile time, so the switch inside
+// round_to_format folds away and the bf16 loop vectorizes.
+template <num::Format F>
+void round_in_place(float* x, std::size_t n) {
+#pragma omp parallel for simd schedule(static) if (worth_threads(n))
+  for (std::size_t i = 0; i < n; ++i) x[i] = round_to_format(x[i], F);
+}
+
+void round_values(float* x, std::size_t n, num::Format format) {
+  switch (format) {
+    case num::Format::fp32: return;
+    case num::Format::tf32: return round_in_place<num::Format::tf32>(x, n);
+    case num::Format::fp16: return round_in_place<num::Format::fp16>(x, n);
+    case num::Format::bf16: return round_in_place<num::Format::bf16>(x, n);
+    case num::Format::e4m3: return round_in_place<num::Format::e4m3>(x, n);
+    case num::Format::e5m2: return round_in_place<num::Format::e5m2>(x, n);
+  }
+}
+
+// dst[i] = x[i] as a GEMM in `format` reads it (serial: called inside per-thread work).
+void load_operand(float* dst, const float* x, std::size_t n, num::Format format) {
+  if (format == num::Format::fp32) {
+    std::memcpy(dst, x, n * sizeof(float));
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) dst[i] = round_to_format(x[i], format);
+}
+
+// One head's rows of q, k or v (or of dout) out of rows of `stride` floats, rounded to `format`.
+void load_head(float* dst, const float* src, std::size_t stride, int T, int hs, num::Format format) {
+  for (int t = 0; t < T; ++t) load_operand(dst + static_cast<std::size_t>(t) * hs, src + t * stride, hs, format);
+}
+
+float dot(const float* a, const float* b, int n) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// y += s * x
+void axpy(float* y, float s, const float* x, int n) {
+#pragma omp simd
+  for (int i = 0; i < n; ++i) y[i] += s * x[i];
+}
+
+}  // namespace
+
+struct CpuTransformerOps::OneDnn {
+  struct MatmulKey {
+    int M, K, N;
+    bool a_transposed, b_transposed;
+    memory::data_type type;
+    bool bias, accumulate;
+    auto operator<=>(const MatmulKey&) const = default;
+  };
+  // A primitive with its memory objects, whose data handles are set before each run.
+  struct Matmul {
+    dnnl::matmul::primitive_desc descriptor;
+    dnnl::matmul primitive;
+    memory a, b, bias, dst;
+    std::unordered_map<int, memory> arguments;
+  };
+  struct Gelu {
+    dnnl::eltwise_forward forward;
+    dnnl::eltwise_backward backward;
+    memory src, dst, diff_dst, diff_src;
+    std::unordered_map<int, memory> forward_arguments, backward_arguments;
+  };
+
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<MatmulKey, Matmul> matmuls;
+  std::map<std::size_t, Gelu> gelus;
+
+  static dnnl::matmul::primitive_desc matmul_descriptor(const dnnl::engine& engine, const MatmulKey& key) {
+    const memory::desc a({key.M, key.K}, key.type, key.a_transposed ? tag::ba : tag::ab);
+    const memory::desc b({key.K, key.N}, key.type, key.b_transposed ? tag::ba : tag::ab);
+    const memory::desc dst({key.M, key.N}, memory::data_type::f32, tag::ab);
+    dnnl::primitive_attr attributes;
+    if (key.accumulate) {
+      dnnl::post_ops post;
+      post.append_sum(1.0f);
+      attributes.set_post_ops(post);
+    }
+    if (key.bias) {
+      const memory::desc bias({1, key.N}, memory::data_type::f32, tag::ab);
+      return {dnnl::matmul::desc(a, b, bias, dst), attributes, engine};
+    }
+    return {dnnl::matmul::desc(a, b, dst), attributes, engine};
+  }
+
+  Matmul& matmul(const MatmulKey& key) {
+    auto it = matmuls.find(key);
+    if (it != matmuls.end()) return it->second;
+    try {
+      Matmul m;
+      m.descriptor = matmul_descriptor(engine, key);
+      m.primitive = dnnl::matmul(m.descriptor);
+      m.a = memory(m.descriptor.src_desc(), engine, DNNL_MEMORY_NONE);
+      m.b = memory(m.descriptor.weights_desc(), engine, DNNL_MEMORY_NONE);
+      m.dst = memory(m.descriptor.dst_desc(), engine, DNNL_MEMORY_NONE);
+      m.arguments = {{DNNL_ARG_SRC, m.a}, {DNNL_ARG_WEIGHTS, m.b}, {DNNL_ARG_DST, m.dst}};
+      if (key.bias) {
+        m.bias = memory(m.descriptor.bias_desc(), engine, DNNL_MEMORY_NONE);
+        m.arguments.emplace(DNNL_ARG_BIAS, m.bias);
+      }
+      return matmuls.emplace(key, std::move(m)).first->second;
+    } catch (const dnnl::error& e) {
+      throw BackendError("oneDNN matmul [" + std::to_string(key.M) + "x" + std::to_string(key.K) + "] x [" +
+                         std::to_string(key.K) + "x" + std::to_string(key.N) + "]: " + e.what());
+    }
+  }
+
+  Gelu& gelu(std::size_t n) {
+    auto it = gelus.find(n);
+    if (it != gelus.end()) return it->second;
+    try {
+      const memory::desc md({static_cast<memory::dim>(n)}, memory::data_type::f32, tag::a);
+      const auto algorithm = dnnl::algorithm::eltwise_gelu_tanh;
+      const dnnl::eltwise_forward::primitive_desc forward(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algorithm, md), engine);
+      const dnnl::eltwise_backward::primitive_desc backward(dnnl::eltwise_backward::desc(algorithm, md, md), engine,
+                                                            forward);
+      Gelu g{dnnl::eltwise_forward(forward), dnnl::eltwise_backward(backward), memory(md, engine, DNNL_MEMORY_NONE),
+             memory(md, engine, DNNL_MEMORY_NONE), memory(md, engine, DNNL_MEMORY_NONE),
+             memory(md, engine, DNNL_MEMORY_NONE), {}, {}};
+      g.forward_arguments = {{DNNL_ARG_SRC, g.src}, {DNNL_ARG_DST, g.dst}};
+      g.backward_arguments = {{DNNL_ARG_SRC, g.src}, {DNNL_ARG_DIFF_DST, g.diff_dst}, {DNNL_ARG_DIFF_SRC, g.diff_src}};
+      return gelus.emplace(n, std::move(g)).first->second;
+    } catch (const dnnl::error& e) {
+      throw BackendError("oneDNN eltwise gelu_tanh over " + std::to_string(n) + " values: " + e.what());
+    }
+  }
+
+  void run(dnnl::primitive& primitive, const std::unordered_map<int, memory>& arguments, const char* what) {
+    try {
+      primitive.execute(stream, arguments);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      throw BackendError(std::string("oneDNN ") + what + ": " + e.what());
+    }
+  }
+};
+
+CpuTransformerOps::CpuTransformerOps() : dnn_(std::make_unique<OneDnn>()) {}
+
+CpuTransformerOps::~CpuTransformerOps() = default;
+
+std::string CpuTransformerOps::implementation() const {
+  std::set<std::string> kernels;
+  for (const auto& [key, m] : dnn_->matmuls) kernels.insert(m.descriptor.impl_info_str());
+  std::string names;
+  for (const std::string& k : kernels) names += (names.empty() ? "" : ", ") + k;
+  return "oneDNN " + onednn_version() + " matmul" + (names.empty() ? "" : " (" + names + ")") +
+         " and eltwise GELU, OpenMP loops";
+}
+
+std::optional<std::string> CpuTransformerOps::unsupported(GemmPrecision precision) const {
+  auto [it, first_time] = support_.try_emplace(precision);
+  if (!first_time) return it->second;
+  switch (precision) {
+    case GemmPrecision::tf32:
+      it->second = "TF32 is a GPU Tensor Core format; oneDNN has no TF32 matmul on CPUs";
+      break;
+    case GemmPrecision::fp16_acc16: it->second = "oneDNN has no fp16-accumulating matmul on CPUs"; break;
+    case GemmPrecision::fp8_e4m3: it->second = "oneDNN " + onednn_version() + " has no fp8 matmul on CPUs"; break;
+    case GemmPrecision::fp32:
+    case GemmPrecision::fp16:
+    case GemmPrecision::bf16:
+      // Whether oneDNN has a kernel for the type on this CPU (fp16 needs AVX512-FP16 or AMX-FP16).
+      try {
+        OneDnn::matmul_descriptor(dnn_->engine, {64, 64, 64, false, true, operand_type(precision), true, false});
+      } catch (const dnnl::error&) {
+        it->second = std::string(gemm_precision_info(precision).name) + " matmul not supported by oneDNN " +
+                     onednn_version() + " on this CPU";
+      }
+      break;
+  }
+  return it->second;
+}
+
+void CpuTransformerOps::set_matmul_precision(const MatmulPrecision& precision) {
+  if (const auto reason = unsupported(precision.gemm)) throw UsageError(*reason);
+  precision_ = precision;
+}
+
+template <typename T>
+T* CpuTransformerOps::scratch(OpsArray<T>& buffer, std::size_t count) {
+  if (buffer.size() < count) buffer = OpsArray<T>(*this, count);
+  return buffer.data();
+}
+
+void CpuTransformerOps::round_to(float* x, std::size_t n, num::Format format) { round_values(x, n, format); }
+
+const void* CpuTransformerOps::gemm_operand(const float* x, std::size_t n, OpsArray<std::uint16_t>& buffer) {
+  switch (precision_.gemm) {
+    case GemmPrecision::bf16: {
+      std::uint16_t* bits = scratch(buffer, n);
+#pragma omp parallel for simd schedule(static) if (worth_threads(n))
+      for (std::size_t i = 0; i < n; ++i) bits[i] = num::f32_to_bf16_bits(x[i]);
+      return bits;
+    }
+    case GemmPrecision::fp16: {
+      std::uint16_t* bits = scratch(buffer, n);
+#pragma omp parallel for schedule(static) if (worth_threads(n))
+      for (std::size_t i = 0; i < n; ++i) bits[i] = num::f32_to_f16_bits(x[i]);
+      return bits;
+    }
+    default: return x;
+  }
+}
+
+void CpuTransformerOps::gemm(float* out, const float* a, bool a_transposed, const float* b, bool b_transposed,
+                             const float* bias, int M, int K, int N, bool accumulate) {
+  const std::size_t outputs = static_cast<std::size_t>(M) * N;
+  if (outputs == 0) return;
+  // A rounded result is added after its rounding, so it cannot use oneDNN's sum post-op.
+  const bool rounded = precision_.output != num::Format::fp32;
+  float* dst = accumulate && rounded ? scratch(result_, outputs) : out;
+  auto& m = dnn_->matmul({M, K, N, a_transposed, b_transposed, operand_type(precision_.gemm), bias != nullptr,
+                          accumulate && !rounded});
+  m.a.set_data_handle(const_cast<void*>(gemm_operand(a, static_cast<std::size_t>(M) * K, operand_a_)));
+  m.b.set_data_handle(const_cast<void*>(gemm_operand(b, static_cast<std::size_t>(K) * N, operand_b_)));
+  if (bias != nullptr) m.bias.set_data_handle(const_cast<float*>(bias));
+  m.dst.set_data_handle(dst);
+  dnn_->run(m.primitive, m.arguments, "matmul");
+  round_values(dst, outputs, precision_.output);
+  if (dst != out) {
+#pragma omp parallel for simd schedule(static) if (worth_threads(outputs))
+    for (std::size_t i = 0; i < outputs; ++i) out[i] += dst[i];
+  }
+}
+
+void CpuTransformerOps::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                                       int C, int OC) {
+  gemm(out, inp, false, weight, true, bias, N, C, OC, false);
+}
+
+void CpuTransformerOps::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                        const float* inp, const float* weight, int N, int C, int OC) {
+  gemm(dinp, dout, false, weight, false, nullptr, N, OC, C, true);  // dinp += dout weight
+  gemm(dweight, dout, true, inp, false, nullptr, OC, N, C, true);   // dweight += dout^T inp
+  if (dbias == nullptr) return;
+  // Column sums of dout (not rounded to the GEMM input type, as in the reference), in double.
+  // Blocks of columns per thread: each thread reads contiguous pieces of every row.
+  constexpr int kBlock = 64;
+  const int blocks = (OC + kBlock - 1) / kBlock;
+  const num::Format output = precision_.output;
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(N) * OC))
+  for (int block = 0; block < blocks; ++block) {
+    const int first = block * kBlock, width = std::min(kBlock, OC - first);
+    double sums[kBlock] = {};
+    for (int n = 0; n < N; ++n) {
+      const float* row = dout + static_cast<std::size_t>(n) * OC + first;
+#pragma omp simd
+      for (int j = 0; j < width; ++j) sums[j] += row[j];
+    }
+    for (int j = 0; j < width; ++j) dbias[first + j] += round_to_format(static_cast<float>(sums[j]), output);
+  }
+}
+
+void CpuTransformerOps::encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
+                                        int B, int T, int C) {
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * T * C))
+  for (int row = 0; row < B * T; ++row) {
+    const float* token_row = wte + static_cast<std::size_t>(tokens[row]) * C;
+    const float* position_row = wpe + static_cast<std::size_t>(row % T) * C;
+    float* out_row = out + static_cast<std::size_t>(row) * C;
+#pragma omp simd
+    for (int c = 0; c < C; ++c) out_row[c] = token_row[c] + position_row[c];
+  }
+}
+
+void CpuTransformerOps::encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                                         int B, int T, int C) {
+  // Several rows can hit the same token: threads own blocks of channels, not rows, so no two
+  // threads add into the same element.
+  constexpr int kBlock = 16;
+  const int blocks = (C + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * T * C))
+  for (int block = 0; block < blocks; ++block) {
+    const int first = block * kBlock, last = std::min(C, first + kBlock);
+    for (int row = 0; row < B * T; ++row) {
+      const float* dout_row = dout + static_cast<std::size_t>(row) * C;
+      float* dtoken_row = dwte + static_cast<std::size_t>(tokens[row]) * C;
+      float* dposition_row = dwpe + static_cast<std::size_t>(row % T) * C;
+#pragma omp simd
+      for (int c = first; c < last; ++c) {
+        dtoken_row[c] += dout_row[c];
+        dposition_row[c] += dout_row[c];
+      }
+    }
+  }
+}
+
+// oneDNN's layer_normalization saves the variance, not rstd, and its backward overwrites its
+// gradients where these ops add: loops over rows do it in one pass without conversions.
+void CpuTransformerOps::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                          const float* weight, const float* bias, int N, int C) {
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(N) * C))
+  for (int n = 0; n < N; ++n) {
+    const float* x = inp + static_cast<std::size_t>(n) * C;
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < C; ++c) sum += x[c];
+    const double m = sum / C;
+    double squares = 0;
+#pragma omp simd reduction(+ : squares)
+    for (int c = 0; c < C; ++c) squares += (x[c] - m) * (x[c] - m);
+    const float s = static_cast<float>(1.0 / std::sqrt(squares / C + kLayerNormEps));
+    const float mf = static_cast<float>(m);
+    float* y = out + static_cast<std::size_t>(n) * C;
+#pragma omp simd
+    for (int c = 0; c < C; ++c) y[c] = (x[c] - mf) * s * weight[c] + bias[c];
+    mean[n] = mf;
+    rstd[n] = s;
+  }
+}
+
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with xhat = (x - mean) * rstd, g = dout * weight.
+// dweight and dbias sum over rows: each thread sums its rows into its own partial sums first.
+void CpuTransformerOps::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                           const float* inp, const float* weight, const float* mean,
+                                           const float* rstd, int N, int C) {
+  const std::size_t per_thread = 2 * static_cast<std::size_t>(C);
+  float* partials = scratch(per_thread_, per_thread * omp_get_max_threads());
+#pragma omp parallel if (worth_threads(static_cast<std::size_t>(N) * C))
+  {
+    const int threads = omp_get_num_threads();
+    float* dweight_part = partials + per_thread * omp_get_thread_num();
+    float* dbias_part = dweight_part + C;
+    std::fill(dweight_part, dweight_part + per_thread, 0.0f);
+#pragma omp for schedule(static)
+    for (int n = 0; n < N; ++n) {
+      const float* x = inp + static_cast<std::size_t>(n) * C;
+      const float* dy = dout + static_cast<std::size_t>(n) * C;
+      float* dx = dinp + static_cast<std::size_t>(n) * C;
+      const float m = mean[n], s = rstd[n];
+      double g_mean = 0, g_xhat_mean = 0;
+#pragma omp simd reduction(+ : g_mean, g_xhat_mean)
+      for (int c = 0; c < C; ++c) {
+        const float g = dy[c] * weight[c];
+        g_mean += g;
+        g_xhat_mean += g * ((x[c] - m) * s);
+      }
+      const float gm = static_cast<float>(g_mean / C), gxm = static_cast<float>(g_xhat_mean / C);
+#pragma omp simd
+      for (int c = 0; c < C; ++c) {
+        const float xhat = (x[c] - m) * s;
+        dbias_part[c] += dy[c];
+        dweight_part[c] += dy[c] * xhat;
+        dx[c] += s * (dy[c] * weight[c] - gm - xhat * gxm);
+      }
+    }
+    // The implicit barrier of the loop above: every partial sum is complete.
+#pragma omp for schedule(static)
+    for (int c = 0; c < C; ++c) {
+      float w = 0, b = 0;
+      for (int t = 0; t < threads; ++t) {
+        w += partials[per_thread * t + c];
+        b += partials[per_thread * t + C + c];
+      }
+      dweight[c] += w;
+      dbias[c] += b;
+    }
+  }
+}
+
+// Per (b, h), on one thread: the head's q, k, v copied out of qkv in the GEMM input format, then
+// scores, softmax and att v row by row, in fp32.
+void CpuTransformerOps::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const num::Format in = gemm_input_format(precision_.gemm);
+  const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
+  const std::size_t per_thread = 3 * head + hs;
+  float* buffers = scratch(per_thread_, per_thread * omp_get_max_threads());
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * NH * T * T * hs))
+  for (int bh = 0; bh < B * NH; ++bh) {
+    const int b = bh / NH, h = bh % NH;
+    float* q = buffers + per_thread * omp_get_thread_num();
+    float* k = q + head;
+    float* v = k + head;
+    float* y = v + head;
+    const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
+    load_head(q, base, stride, T, hs, in);
+    load_head(k, base + C, stride, T, hs, in);
+    load_head(v, base + 2 * C, stride, T, hs, in);
+    for (int t = 0; t < T; ++t) {
+      float* att_row = att + (static_cast<std::size_t>(bh) * T + t) * T;
+      float max_score = -std::numeric_limits<float>::infinity();
+      for (int t2 = 0; t2 <= t; ++t2) {
+        att_row[t2] = dot(q + static_cast<std::size_t>(t) * hs, k + static_cast<std::size_t>(t2) * hs, hs) * scale;
+        max_score = std::max(max_score, att_row[t2]);
+      }
+      float total = 0;
+      for (int t2 = 0; t2 <= t; ++t2) total += (att_row[t2] = std::exp(att_row[t2] - max_score));
+      const float inverse = 1.0f / total;
+      for (int t2 = 0; t2 <= t; ++t2) att_row[t2] *= inverse;
+      std::fill(att_row + t + 1, att_row + T, 0.0f);
+      std::fill(y, y + hs, 0.0f);
+      for (int t2 = 0; t2 <= t; ++t2) axpy(y, round_to_format(att_row[t2], in), v + static_cast<std::size_t>(t2) * hs, hs);
+      std::memcpy(out + (static_cast<std::size_t>(b) * T + t) * C + h * hs, y, hs * sizeof(float));
+    }
+  }
+}
+
+// Per (b, h, t): datt = dy v^T; dv += att^T dy; dscore = att * (datt - sum(att * datt)) * scale;
+// dq += dscore k; dk += dscore^T q. Operands of the four products in the GEMM input format;
+// the head's gradients are summed in per-thread buffers and added to dqkv once.
+void CpuTransformerOps::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                                           int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const num::Format in = gemm_input_format(precision_.gemm);
+  const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
+  const std::size_t per_thread = 7 * head + T;
+  float* buffers = scratch(per_thread_, per_thread * omp_get_max_threads());
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * NH * T * T * hs))
+  for (int bh = 0; bh < B * NH; ++bh) {
+    const int b = bh / NH, h = bh % NH;
+    float* q = buffers + per_thread * omp_get_thread_num();
+    float* k = q + head;
+    float* v = k + head;
+    float* dy = v + head;
+    float* dq = dy + head;
+    float* dk = dq + head;
+    float* dv = dk + head;
+    float* datt = dv + head;
+    const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
+    load_head(q, base, stride, T, hs, in);
+    load_head(k, base + C, stride, T, hs, in);
+    load_head(v, base + 2 * C, stride, T, hs, in);
+    load_head(dy, dout + static_cast<std::size_t>(b) * T * C + h * hs, C, T, hs, in);
+    std::fill(dq, dq + 3 * head, 0.0f);
+    for (int t = 0; t < T; ++t) {
+      const float* att_row = att + (static_cast<std::size_t>(bh) * T + t) * T;
+      const float* dy_t = dy + static_cast<std::size_t>(t) * hs;
+      float weighted = 0;
+      for (int t2 = 0; t2 <= t; ++t2) {
+        datt[t2] = dot(dy_t, v + static_cast<std::size_t>(t2) * hs, hs);
+        weighted += att_row[t2] * datt[t2];
+        axpy(dv + static_cast<std::size_t>(t2) * hs, round_to_format(att_row[t2], in), dy_t, hs);
+      }
+      for (int t2 = 0; t2 <= t; ++t2) {
+        const float dscore = round_to_format(att_row[t2] * (datt[t2] - weighted) * scale, in);
+        axpy(dq + static_cast<std::size_t>(t) * hs, dscore, k + static_cast<std::size_t>(t2) * hs, hs);
+        axpy(dk + static_cast<std::size_t>(t2) * hs, dscore, q + static_cast<std::size_t>(t) * hs, hs);
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      float* row = dqkv + (static_cast<std::size_t>(b) * T + t) * stride + h * hs;
+      axpy(row, 1.0f, dq + static_cast<std::size_t>(t) * hs, hs);
+      axpy(row + C, 1.0f, dk + static_cast<std::size_t>(t) * hs, hs);
+      axpy(row + 2 * C, 1.0f, dv + static_cast<std::size_t>(t) * hs, hs);
+    }
+  }
+}
+
+void CpuTransformerOps::gelu_forward(float* out, const float* inp, std::size_t n) {
+  if (n == 0) return;
+  auto& g = dnn_->gelu(n);
+  g.src.set_data_handle(const_cast<float*>(inp));
+  g.dst.set_data_handle(out);
+  dnn_->run(g.forward, g.forward_arguments, "eltwise gelu_tanh forward");
+}
+
+void CpuTransformerOps::gelu_backward(float* dinp, const float* dout, const float* inp, std::size_t n) {
+  if (n == 0) return;
+  auto& g = dnn_->gelu(n);
+  float* gradient = scratch(result_, n);  // oneDNN overwrites its diff_src; the op adds
+  g.src.set_data_handle(const_cast<float*>(inp));
+  g.diff_dst.set_data_handle(const_cast<float*>(dout));
+  g.diff_src.set_data_handle(gradient);
+  dnn_->run(g.backward, g.backward_arguments, "eltwise gelu_tanh backward");
+#pragma omp parallel for simd schedule(static) if (worth_threads(n))
+  for (std::size_t i = 0; i < n; ++i) dinp[i] += gradient[i];
+}
+
+void CpuTransformerOps::residual_forward(float* out, const float* a, const float* b, std::size_t n) {
+#pragma omp parallel for simd schedule(static) if (worth_threads(n))
+  for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+void CpuTransformerOps::residual_backward(float* da, float* db, const float* dout, std::size_t n) {
+#pragma omp parallel for simd schedule(static) if (worth_threads(n))
+  for (std::size_t i = 0; i < n; ++i) {
+    da[i] += dout[i];
+    db[i] += dout[i];
+  }
+}
+
+void CpuTransformerOps::softmax_crossentropy_forward(float* losses, float* probs, const float* logits,
+                                                     const std::int32_t* targets, int N, int V, int Vp) {
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(N) * Vp))
+  for (int n = 0; n < N; ++n) {
+    const float* z = logits + static_cast<std::size_t>(n) * Vp;
+    float* p = probs + static_cast<std::size_t>(n) * Vp;
+    float max_logit = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : max_logit)
+    for (int v = 0; v < V; ++v) max_logit = std::max(max_logit, z[v]);
+    double total = 0;
+    for (int v = 0; v < V; ++v) {
+      p[v] = std::exp(z[v] - max_logit);
+      total += p[v];
+    }
+    const float inverse = static_cast<float>(1.0 / total);
+#pragma omp simd
+    for (int v = 0; v < V; ++v) p[v] *= inverse;
+    std::fill(p + V, p + Vp, 0.0f);
+    // log p[target] from the logits, not from the rounded probability.
+    losses[n] = static_cast<float>(std::log(total) - (double(z[targets[n]]) - max_logit));
+  }
+}
+
+void CpuTransformerOps::softmax_crossentropy_backward(float* dlogits, const float* dlosses, const float* probs,
+                                                      const std::int32_t* targets, int N, int V, int Vp) {
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(N) * Vp))
+  for (int n = 0; n < N; ++n) {
+    const float* p = probs + static_cast<std::size_t>(n) * Vp;
+    float* dz = dlogits + static_cast<std::size_t>(n) * Vp;
+    const float dloss = dlosses[n];
+#pragma omp simd
+    for (int v = 0; v < V; ++v) dz[v] += dloss * p[v];
+    dz[targets[n]] -= dloss;
+  }
+}
+
+// In double through adamw_update_element, as the reference does: the same bits.
+void CpuTransformerOps::adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                                     const AdamWStep& step) {
+#pragma omp parallel for schedule(static) if (worth_threads(n))
+  for (std::size_t i = 0; i < n; ++i) {
+    double p = params[i], mi = m[i], vi = v[i];
+    adamw_update_element(p, mi, vi, double(grads[i]), step);
+    params[i] = static_cast<float>(p);
+    m[i] = static_cast<float>(mi);
+    v[i] = static_cast<float>(vi);
+  }
+}
+
+// inf and NaN elements carry through the sum of squares (squares are never negative, so no
+// inf - inf), so the norm is inf or NaN when any element is.
+double CpuTransformerOps::global_norm(const float* grads, std::size_t n) {
+  double sum = 0;
+#pragma omp parallel for simd reduction(+ : sum) schedule(static) if (worth_threads(n))
+  for (std::size_t i = 0; i < n; ++i) sum += double(grads[i]) * grads[i];
+  return std::sqrt(sum);
+}
+
+void CpuTransformerOps::copy(float* dst, const float* src, std::size_t n) {
+#pragma omp parallel for simd schedule(static) if (worth_threads(n))
+  for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+}  // namespace mpbench::workloads

@@ -1,0 +1,79 @@
+#pragma once
+// TransformerOps on the CPU: the GEMMs through oneDNN's matmul (fp32, and bf16/fp16 where oneDNN
+// runs them on this CPU), GELU through oneDNN's eltwise, everything else as OpenMP loops over rows.
+// Results match ReferenceOps<float> up to fp32 summation order; in a low matmul precision the GEMM
+// operands and results are rounded exactly as the reference rounds them.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "workloads/ops.hpp"
+
+namespace mpbench::workloads {
+
+class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemory {
+ public:
+  CpuTransformerOps();
+  ~CpuTransformerOps() override;
+  CpuTransformerOps(const CpuTransformerOps&) = delete;
+  CpuTransformerOps& operator=(const CpuTransformerOps&) = delete;
+
+  std::string implementation() const override;
+  std::optional<std::string> unsupported(GemmPrecision precision) const override;
+  void set_matmul_precision(const MatmulPrecision& precision) override;
+  void round_to(float* x, std::size_t n, num::Format format) override;
+  void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C) override;
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                        int C) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override;
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int C, int OC) override;
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
+                          int NH) override;
+  void gelu_forward(float* out, const float* inp, std::size_t n) override;
+  void gelu_backward(float* dinp, const float* dout, const float* inp, std::size_t n) override;
+  void residual_forward(float* out, const float* a, const float* b, std::size_t n) override;
+  void residual_backward(float* da, float* db, const float* dout, std::size_t n) override;
+  void softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const std::int32_t* targets,
+                                    int N, int V, int Vp) override;
+  void softmax_crossentropy_backward(float* dlogits, const float* dlosses, const float* probs,
+                                     const std::int32_t* targets, int N, int V, int Vp) override;
+  void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                    const AdamWStep& step) override;
+  double global_norm(const float* grads, std::size_t n) override;
+  void copy(float* dst, const float* src, std::size_t n) override;
+
+ private:
+  struct OneDnn;  // engine, stream and cached primitives (keeps oneDNN's headers out of this one)
+
+  // Scratch that only grows: the same shapes repeat every step, so after the first step no op
+  // allocates. Counted in this OpsMemory's live bytes like any other buffer.
+  template <typename T>
+  T* scratch(OpsArray<T>& buffer, std::size_t count);
+
+  // out = a b (+ bias) with a [M,K], b [K,N] in fp32 buffers, each transposed in memory or not;
+  // accumulate: out += result. Operands converted to the GEMM input type, result rounded to the
+  // output format, as MatmulPrecision says.
+  void gemm(float* out, const float* a, bool a_transposed, const float* b, bool b_transposed, const float* bias,
+            int M, int K, int N, bool accumulate);
+  // The GEMM input type's copy of n fp32 values, in `buffer` (fp32 GEMMs read x itself).
+  const void* gemm_operand(const float* x, std::size_t n, OpsArray<std::uint16_t>& buffer);
+
+  std::unique_ptr<OneDnn> dnn_;
+  MatmulPrecision precision_;
+  mutable std::map<GemmPrecision, std::optional<std::string>> support_;
+  OpsArray<std::uint16_t> operand_a_, operand_b_;  // low-precision GEMM operands
+  OpsArray<float> result_;                         // GEMM results before rounding and adding
+  OpsArray<float> per_thread_;                     // attention and LayerNorm per-thread scratch
+};
+
+}  // namespace mpbench::workloads
