@@ -59,6 +59,14 @@ const BadInput kBadInputs[] = {
     {"negative_timeout", {"run", "--suite", "cast", "--timeout", "-1"}, "must be a number above 0"},
     {"unknown_command", {"benchmark"}, "unknown command 'benchmark'"},
     {"unknown_cpu_isa", {"run", "--suite", "gemm", "--device", "cpu", "--cpu-isa", "avx9000"}, "avx9000"},
+    {"unknown_model_config", {"run", "--suite", "transformer", "--device", "cpu", "--config", "gpt5"}, "known configs: tiny"},
+    {"unknown_mode", {"run", "--suite", "transformer", "--device", "cpu", "--precision", "amp-fp12"}, "unknown precision 'amp-fp12'"},
+    {"sequence_too_long", {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--seq", "17"}, "16 positions"},
+    {"batch_does_not_fit", {"run", "--suite", "transformer", "--device", "cpu", "--config", "gpt2-774m", "--batch", "4096"}, "--batch"},
+    {"missing_data_file", {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--data", "/nonexistent/tokens.bin"}, "/nonexistent/tokens.bin"},
+    {"missing_checkpoint", {"run", "--suite", "transformer", "--device", "cpu", "--checkpoint-in", "/nonexistent/ckpt"}, "/nonexistent/ckpt"},
+    {"fused_attention", {"run", "--suite", "transformer", "--device", "cpu", "--attention", "fused"}, "--attention"},
+    {"zero_steps", {"run", "--suite", "transformer", "--device", "cpu", "--steps", "0"}, "--steps"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cli, BadInputs, ::testing::ValuesIn(kBadInputs),

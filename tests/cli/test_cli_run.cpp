@@ -70,6 +70,29 @@ TEST_F(CliRun, ListShowsEverySuite) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 
+TEST_F(CliRun, TransformerTrainsEachModeSideBySide) {
+  const auto out = folder_ / "r.json";
+  const auto checkpoints = folder_ / "ckpt";
+  const Invocation r = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "5",
+                                    "--precision", "fp32,amp-bf16,amp-fp16", "--checkpoint-out", checkpoints.string(),
+                                    "--out", out.string()}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("transformer tiny_b4_t16 amp-bf16: step 5/5 loss"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("tokens/s"), std::string::npos) << r.out;
+  const ResultDocument d = load_result(out);
+  ASSERT_EQ(d.cases.size(), 3u);
+  EXPECT_EQ(d.cases[0].status, CaseStatus::ok) << d.cases[0].message;
+  EXPECT_EQ(d.cases[1].status, CaseStatus::ok) << d.cases[1].message;
+  // amp-fp16 runs where oneDNN has an fp16 matmul; elsewhere it is skipped with the reason.
+  if (d.cases[2].status == CaseStatus::skipped) EXPECT_NE(d.cases[2].message.find("fp16"), std::string::npos);
+  ASSERT_GE(d.speedups.size(), 1u);
+  EXPECT_EQ(d.speedups[0].suite, "transformer");
+  EXPECT_EQ(d.speedups[0].precision, "amp-bf16");
+  EXPECT_TRUE(d.cases[1].details.contains("final_loss_vs_fp32"));
+  EXPECT_TRUE(std::filesystem::exists(checkpoints / "fp32" / "model.safetensors"));
+  EXPECT_TRUE(std::filesystem::exists(checkpoints / "amp-bf16" / "config.json"));
+}
+
 TEST_F(CliRun, CtrlCKeepsTheFinishedCases) {
   const auto out = folder_ / "r.json", err = folder_ / "err.txt";
   const pid_t child = fork();
