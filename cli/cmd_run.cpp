@@ -16,6 +16,12 @@ const CLI::Validator kPositive(
       return CLI::detail::lexical_cast(text, value) && value > 0 ? std::string() : "must be a number above 0, got " + text;
     },
     "POSITIVE");
+const CLI::Validator kNonNegative(
+    [](std::string& text) {
+      double value = -1;
+      return CLI::detail::lexical_cast(text, value) && value >= 0 ? std::string() : "must be a number of 0 or more, got " + text;
+    },
+    "NON-NEGATIVE");
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
@@ -45,16 +51,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   fmt::format("model config: {} (default: small on a CPU, gpt2-124m on a GPU)",
                               fmt::join(workloads::config_names(), ", ")))->group(training);
   cmd->add_option("--batch", t.batch, "sequences per micro-batch (default: 4 for tiny/small, 8 for GPT-2 sizes on a GPU, 1 on a CPU)")
-      ->check(CLI::PositiveNumber)->group(training);
+      ->check(kPositive)->group(training);
   cmd->add_option("--seq", t.seq_len, "tokens per sequence (default: the config's context length)")
-      ->check(CLI::PositiveNumber)->group(training);
-  cmd->add_option("--steps", t.steps, "optimizer steps per mode (default 30; --quick 10)")->check(CLI::PositiveNumber)->group(training);
+      ->check(kPositive)->group(training);
+  cmd->add_option("--steps", t.steps, "optimizer steps per mode (default 30; --quick 10)")->check(kPositive)->group(training);
   cmd->add_option("--warmup-steps", t.warmup_steps, "first steps left out of the step-time statistics (default: steps/5, at least 1)")
-      ->check(CLI::NonNegativeNumber)->group(training);
+      ->check(kNonNegative)->group(training);
   cmd->add_option("--micro-batches", t.micro_batches, "gradient accumulation: micro-batches per optimizer step")
-      ->check(CLI::PositiveNumber)->capture_default_str()->group(training);
+      ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--vocab-pad", t.vocab_pad, "pad the vocabulary to a multiple of this (64 gives llm.c's 50304; 1 keeps 50257)")
-      ->check(CLI::PositiveNumber)->capture_default_str()->group(training);
+      ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--attention", t.attention, "attention kernels: unfused (batched GEMMs + softmax; fused cuDNN attention is not implemented yet)")
       ->check(CLI::IsMember({"unfused"}))->capture_default_str()->group(training);
   cmd->add_option("--data", t.data_file, "file of little-endian uint16 token ids to train on (default: a synthetic Markov chain with a known entropy floor)")
