@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -44,12 +45,27 @@ memory::data_type operand_type(GemmPrecision precision) {
   return memory::data_type::undef;
 }
 
+// num::f32_to_bf16_bits with the NaN case as a select instead of a branch, so loops vectorize:
+// round to nearest even by one add on the bit pattern; a NaN keeps its sign and top payload bits
+// and turns quiet. The round_to test holds it to round_to_format bit for bit.
+inline std::uint16_t bf16_bits(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+  const std::uint32_t quiet_nan = (bits >> 16) | 0x0040u;
+  return static_cast<std::uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+}
+
 // x[i] = round_to_format(x[i], F) with the format fixed at compile time, so the switch inside
-// round_to_format folds away and the bf16 loop vectorizes.
+// round_to_format folds away.
 template <num::Format F>
 void round_in_place(float* x, std::size_t n) {
+  if constexpr (F == num::Format::bf16) {
 #pragma omp parallel for simd schedule(static) if (worth_threads(n))
-  for (std::size_t i = 0; i < n; ++i) x[i] = round_to_format(x[i], F);
+    for (std::size_t i = 0; i < n; ++i) x[i] = std::bit_cast<float>(std::uint32_t{bf16_bits(x[i])} << 16);
+  } else {
+#pragma omp parallel for simd schedule(static) if (worth_threads(n))
+    for (std::size_t i = 0; i < n; ++i) x[i] = round_to_format(x[i], F);
+  }
 }
 
 void round_values(float* x, std::size_t n, num::Format format) {
@@ -244,7 +260,7 @@ const void* CpuTransformerOps::gemm_operand(const float* x, std::size_t n, OpsAr
     case GemmPrecision::bf16: {
       std::uint16_t* bits = scratch(buffer, n);
 #pragma omp parallel for simd schedule(static) if (worth_threads(n))
-      for (std::size_t i = 0; i < n; ++i) bits[i] = num::f32_to_bf16_bits(x[i]);
+      for (std::size_t i = 0; i < n; ++i) bits[i] = bf16_bits(x[i]);
       return bits;
     }
     case GemmPrecision::fp16: {
@@ -257,7 +273,7 @@ const void* CpuTransformerOps::gemm_operand(const float* x, std::size_t n, OpsAr
   }
 }
 
-void CpuTransformerOps::gemm(float* out, const float* a, bool a_transposed, const float* b, bool b_transposed,
+void CpuTransformerOps::gemm(float* out, const void* a, bool a_transposed, const void* b, bool b_transposed,
                              const float* bias, int M, int K, int N, bool accumulate) {
   const std::size_t outputs = static_cast<std::size_t>(M) * N;
   if (outputs == 0) return;
@@ -266,8 +282,8 @@ void CpuTransformerOps::gemm(float* out, const float* a, bool a_transposed, cons
   float* dst = accumulate && rounded ? scratch(result_, outputs) : out;
   auto& m = dnn_->matmul({M, K, N, a_transposed, b_transposed, operand_type(precision_.gemm), bias != nullptr,
                           accumulate && !rounded});
-  m.a.set_data_handle(const_cast<void*>(gemm_operand(a, static_cast<std::size_t>(M) * K, operand_a_)));
-  m.b.set_data_handle(const_cast<void*>(gemm_operand(b, static_cast<std::size_t>(K) * N, operand_b_)));
+  m.a.set_data_handle(const_cast<void*>(a));
+  m.b.set_data_handle(const_cast<void*>(b));
   if (bias != nullptr) m.bias.set_data_handle(const_cast<float*>(bias));
   m.dst.set_data_handle(dst);
   dnn_->run(m.primitive, m.arguments, "matmul");
@@ -280,13 +296,17 @@ void CpuTransformerOps::gemm(float* out, const float* a, bool a_transposed, cons
 
 void CpuTransformerOps::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                                        int C, int OC) {
-  gemm(out, inp, false, weight, true, bias, N, C, OC, false);
+  const std::size_t NC = static_cast<std::size_t>(N) * C, OCC = static_cast<std::size_t>(OC) * C;
+  gemm(out, gemm_operand(inp, NC, operand_a_), false, gemm_operand(weight, OCC, operand_b_), true, bias, N, C, OC,
+       false);
 }
 
 void CpuTransformerOps::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                         const float* inp, const float* weight, int N, int C, int OC) {
-  gemm(dinp, dout, false, weight, false, nullptr, N, OC, C, true);  // dinp += dout weight
-  gemm(dweight, dout, true, inp, false, nullptr, OC, N, C, true);   // dweight += dout^T inp
+  const std::size_t NC = static_cast<std::size_t>(N) * C, OCC = static_cast<std::size_t>(OC) * C;
+  const void* dout_operand = gemm_operand(dout, static_cast<std::size_t>(N) * OC, operand_a_);  // read by both
+  gemm(dinp, dout_operand, false, gemm_operand(weight, OCC, operand_b_), false, nullptr, N, OC, C, true);
+  gemm(dweight, dout_operand, true, gemm_operand(inp, NC, operand_b_), false, nullptr, OC, N, C, true);
   if (dbias == nullptr) return;
   // Column sums of dout (not rounded to the GEMM input type, as in the reference), in double.
   // Blocks of columns per thread: each thread reads contiguous pieces of every row.
@@ -576,7 +596,9 @@ void CpuTransformerOps::softmax_crossentropy_backward(float* dlogits, const floa
 // In double through adamw_update_element, as the reference does: the same bits.
 void CpuTransformerOps::adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
                                      const AdamWStep& step) {
-#pragma omp parallel for schedule(static) if (worth_threads(n))
+  // Each thread's own copy of step, which no store to params can alias: with math functions that
+  // need not set errno (see CMakeLists.txt), its pow() terms are then hoisted out of the loop.
+#pragma omp parallel for schedule(static) firstprivate(step) if (worth_threads(n))
   for (std::size_t i = 0; i < n; ++i) {
     double p = params[i], mi = m[i], vi = v[i];
     adamw_update_element(p, mi, vi, double(grads[i]), step);

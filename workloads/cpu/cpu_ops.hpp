@@ -60,11 +60,11 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   template <typename T>
   T* scratch(OpsArray<T>& buffer, std::size_t count);
 
-  // out = a b (+ bias) with a [M,K], b [K,N] in fp32 buffers, each transposed in memory or not;
-  // accumulate: out += result. Operands converted to the GEMM input type, result rounded to the
-  // output format, as MatmulPrecision says.
-  void gemm(float* out, const float* a, bool a_transposed, const float* b, bool b_transposed, const float* bias,
-            int M, int K, int N, bool accumulate);
+  // out = a b (+ bias) with a [M,K], b [K,N] in the GEMM input type (from gemm_operand), each
+  // transposed in memory or not; accumulate: out += result. The result is rounded to the output
+  // format before it is stored or added, as MatmulPrecision says.
+  void gemm(float* out, const void* a, bool a_transposed, const void* b, bool b_transposed, const float* bias, int M,
+            int K, int N, bool accumulate);
   // The GEMM input type's copy of n fp32 values, in `buffer` (fp32 GEMMs read x itself).
   const void* gemm_operand(const float* x, std::size_t n, OpsArray<std::uint16_t>& buffer);
 
