@@ -45,6 +45,26 @@ memory::data_type operand_type(GemmPrecision precision) {
   return memory::data_type::undef;
 }
 
+// The hot loops outside the GEMMs (conversions, attention's per-head products) are built for
+// AVX-512 and AVX2 as well, and the widest the CPU has is chosen when the program loads: the rest of
+// the project is built for baseline x86-64.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MPBENCH_WIDEST_SIMD [[gnu::target_clones("avx512f", "avx2", "default")]]
+#else
+#define MPBENCH_WIDEST_SIMD
+#endif
+
+// body(first, count) on each thread's share of [0, n).
+template <typename Body>
+void in_shares(std::size_t n, Body body) {
+#pragma omp parallel if (worth_threads(n))
+  {
+    const std::size_t threads = omp_get_num_threads(), share = (n + threads - 1) / threads;
+    const std::size_t first = std::min(n, share * omp_get_thread_num());
+    body(first, std::min(share, n - first));
+  }
+}
+
 // num::f32_to_bf16_bits with the NaN case as a select instead of a branch, so loops vectorize:
 // round to nearest even by one add on the bit pattern; a NaN keeps its sign and top payload bits
 // and turns quiet. The round_to test holds it to round_to_format bit for bit.
@@ -55,13 +75,20 @@ inline std::uint16_t bf16_bits(float x) {
   return static_cast<std::uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
 }
 
+MPBENCH_WIDEST_SIMD void round_to_bf16(float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::bit_cast<float>(std::uint32_t{bf16_bits(x[i])} << 16);
+}
+
+MPBENCH_WIDEST_SIMD void convert_to_bf16(const float* x, std::uint16_t* bits, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) bits[i] = bf16_bits(x[i]);
+}
+
 // x[i] = round_to_format(x[i], F) with the format fixed at compile time, so the switch inside
 // round_to_format folds away.
 template <num::Format F>
 void round_in_place(float* x, std::size_t n) {
   if constexpr (F == num::Format::bf16) {
-#pragma omp parallel for simd schedule(static) if (worth_threads(n))
-    for (std::size_t i = 0; i < n; ++i) x[i] = std::bit_cast<float>(std::uint32_t{bf16_bits(x[i])} << 16);
+    in_shares(n, [x](std::size_t first, std::size_t count) { round_to_bf16(x + first, count); });
   } else {
 #pragma omp parallel for simd schedule(static) if (worth_threads(n))
     for (std::size_t i = 0; i < n; ++i) x[i] = round_to_format(x[i], F);
@@ -79,13 +106,23 @@ void round_values(float* x, std::size_t n, num::Format format) {
   }
 }
 
+// x as a GEMM in `format` reads it: round_to_format, with fp32 and bf16 (the formats these ops
+// run) inline.
+inline float operand(float x, num::Format format) {
+  if (format == num::Format::fp32) return x;
+  if (format == num::Format::bf16) return std::bit_cast<float>(std::uint32_t{bf16_bits(x)} << 16);
+  return round_to_format(x, format);
+}
+
 // dst[i] = x[i] as a GEMM in `format` reads it (serial: called inside per-thread work).
 void load_operand(float* dst, const float* x, std::size_t n, num::Format format) {
   if (format == num::Format::fp32) {
     std::memcpy(dst, x, n * sizeof(float));
-    return;
+  } else if (format == num::Format::bf16) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = operand(x[i], num::Format::bf16);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = round_to_format(x[i], format);
   }
-  for (std::size_t i = 0; i < n; ++i) dst[i] = round_to_format(x[i], format);
 }
 
 // One head's rows of q, k or v (or of dout) out of rows of `stride` floats, rounded to `format`.
@@ -104,6 +141,84 @@ float dot(const float* a, const float* b, int n) {
 void axpy(float* y, float s, const float* x, int n) {
 #pragma omp simd
   for (int i = 0; i < n; ++i) y[i] += s * x[i];
+}
+
+// Head h of sequence b: out and att from qkv. scratch: 3 T hs + hs floats.
+MPBENCH_WIDEST_SIMD void attention_head_forward(float* out, float* att, const float* qkv, int b, int h, int T,
+                                                 int C, int NH, num::Format in, float* scratch) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
+  float* q = scratch;
+  float* k = q + head;
+  float* v = k + head;
+  float* y = v + head;
+  const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
+  load_head(q, base, stride, T, hs, in);
+  load_head(k, base + C, stride, T, hs, in);
+  load_head(v, base + 2 * C, stride, T, hs, in);
+  for (int t = 0; t < T; ++t) {
+    float* att_row = att + ((static_cast<std::size_t>(b) * NH + h) * T + t) * T;
+    float max_score = -std::numeric_limits<float>::infinity();
+    for (int t2 = 0; t2 <= t; ++t2) {
+      att_row[t2] = dot(q + static_cast<std::size_t>(t) * hs, k + static_cast<std::size_t>(t2) * hs, hs) * scale;
+      max_score = std::max(max_score, att_row[t2]);
+    }
+    float total = 0;
+    for (int t2 = 0; t2 <= t; ++t2) total += (att_row[t2] = std::exp(att_row[t2] - max_score));
+    const float inverse = 1.0f / total;
+    for (int t2 = 0; t2 <= t; ++t2) att_row[t2] *= inverse;
+    std::fill(att_row + t + 1, att_row + T, 0.0f);
+    std::fill(y, y + hs, 0.0f);
+    for (int t2 = 0; t2 <= t; ++t2) axpy(y, operand(att_row[t2], in), v + static_cast<std::size_t>(t2) * hs, hs);
+    std::memcpy(out + (static_cast<std::size_t>(b) * T + t) * C + h * hs, y, hs * sizeof(float));
+  }
+}
+
+// Head h of sequence b, per t: datt = dy v^T; dv += att^T dy; dscore = att * (datt - sum(att *
+// datt)) * scale; dq += dscore k; dk += dscore^T q. Operands of the four products in the GEMM input
+// format; the head's gradients are summed in scratch and added to dqkv once. scratch: 7 T hs + T.
+MPBENCH_WIDEST_SIMD void attention_head_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                                                  int b, int h, int T, int C, int NH, num::Format in,
+                                                  float* scratch) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
+  float* q = scratch;
+  float* k = q + head;
+  float* v = k + head;
+  float* dy = v + head;
+  float* dq = dy + head;
+  float* dk = dq + head;
+  float* dv = dk + head;
+  float* datt = dv + head;
+  const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
+  load_head(q, base, stride, T, hs, in);
+  load_head(k, base + C, stride, T, hs, in);
+  load_head(v, base + 2 * C, stride, T, hs, in);
+  load_head(dy, dout + static_cast<std::size_t>(b) * T * C + h * hs, C, T, hs, in);
+  std::fill(dq, dq + 3 * head, 0.0f);
+  for (int t = 0; t < T; ++t) {
+    const float* att_row = att + ((static_cast<std::size_t>(b) * NH + h) * T + t) * T;
+    const float* dy_t = dy + static_cast<std::size_t>(t) * hs;
+    float weighted = 0;
+    for (int t2 = 0; t2 <= t; ++t2) {
+      datt[t2] = dot(dy_t, v + static_cast<std::size_t>(t2) * hs, hs);
+      weighted += att_row[t2] * datt[t2];
+      axpy(dv + static_cast<std::size_t>(t2) * hs, operand(att_row[t2], in), dy_t, hs);
+    }
+    for (int t2 = 0; t2 <= t; ++t2) {
+      const float dscore = operand(att_row[t2] * (datt[t2] - weighted) * scale, in);
+      axpy(dq + static_cast<std::size_t>(t) * hs, dscore, k + static_cast<std::size_t>(t2) * hs, hs);
+      axpy(dk + static_cast<std::size_t>(t2) * hs, dscore, q + static_cast<std::size_t>(t) * hs, hs);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    float* row = dqkv + (static_cast<std::size_t>(b) * T + t) * stride + h * hs;
+    axpy(row, 1.0f, dq + static_cast<std::size_t>(t) * hs, hs);
+    axpy(row + C, 1.0f, dk + static_cast<std::size_t>(t) * hs, hs);
+    axpy(row + 2 * C, 1.0f, dv + static_cast<std::size_t>(t) * hs, hs);
+  }
 }
 
 }  // namespace
@@ -259,8 +374,7 @@ const void* CpuTransformerOps::gemm_operand(const float* x, std::size_t n, OpsAr
   switch (precision_.gemm) {
     case GemmPrecision::bf16: {
       std::uint16_t* bits = scratch(buffer, n);
-#pragma omp parallel for simd schedule(static) if (worth_threads(n))
-      for (std::size_t i = 0; i < n; ++i) bits[i] = bf16_bits(x[i]);
+      in_shares(n, [x, bits](std::size_t first, std::size_t count) { convert_to_bf16(x + first, bits + first, count); });
       return bits;
     }
     case GemmPrecision::fp16: {
@@ -437,90 +551,26 @@ void CpuTransformerOps::layernorm_backward(float* dinp, float* dweight, float* d
 // scores, softmax and att v row by row, in fp32.
 void CpuTransformerOps::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const num::Format in = gemm_input_format(precision_.gemm);
-  const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
-  const std::size_t per_thread = 3 * head + hs;
+  const std::size_t per_thread = 3 * static_cast<std::size_t>(T) * hs + hs;
   float* buffers = scratch(per_thread_, per_thread * omp_get_max_threads());
+  const num::Format in = gemm_input_format(precision_.gemm);
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * NH * T * T * hs))
   for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
-    float* q = buffers + per_thread * omp_get_thread_num();
-    float* k = q + head;
-    float* v = k + head;
-    float* y = v + head;
-    const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
-    load_head(q, base, stride, T, hs, in);
-    load_head(k, base + C, stride, T, hs, in);
-    load_head(v, base + 2 * C, stride, T, hs, in);
-    for (int t = 0; t < T; ++t) {
-      float* att_row = att + (static_cast<std::size_t>(bh) * T + t) * T;
-      float max_score = -std::numeric_limits<float>::infinity();
-      for (int t2 = 0; t2 <= t; ++t2) {
-        att_row[t2] = dot(q + static_cast<std::size_t>(t) * hs, k + static_cast<std::size_t>(t2) * hs, hs) * scale;
-        max_score = std::max(max_score, att_row[t2]);
-      }
-      float total = 0;
-      for (int t2 = 0; t2 <= t; ++t2) total += (att_row[t2] = std::exp(att_row[t2] - max_score));
-      const float inverse = 1.0f / total;
-      for (int t2 = 0; t2 <= t; ++t2) att_row[t2] *= inverse;
-      std::fill(att_row + t + 1, att_row + T, 0.0f);
-      std::fill(y, y + hs, 0.0f);
-      for (int t2 = 0; t2 <= t; ++t2) axpy(y, round_to_format(att_row[t2], in), v + static_cast<std::size_t>(t2) * hs, hs);
-      std::memcpy(out + (static_cast<std::size_t>(b) * T + t) * C + h * hs, y, hs * sizeof(float));
-    }
+    attention_head_forward(out, att, qkv, bh / NH, bh % NH, T, C, NH, in,
+                           buffers + per_thread * omp_get_thread_num());
   }
 }
 
-// Per (b, h, t): datt = dy v^T; dv += att^T dy; dscore = att * (datt - sum(att * datt)) * scale;
-// dq += dscore k; dk += dscore^T q. Operands of the four products in the GEMM input format;
-// the head's gradients are summed in per-thread buffers and added to dqkv once.
 void CpuTransformerOps::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
                                            int B, int T, int C, int NH) {
   const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const num::Format in = gemm_input_format(precision_.gemm);
-  const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
-  const std::size_t per_thread = 7 * head + T;
+  const std::size_t per_thread = 7 * static_cast<std::size_t>(T) * hs + T;
   float* buffers = scratch(per_thread_, per_thread * omp_get_max_threads());
+  const num::Format in = gemm_input_format(precision_.gemm);
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * NH * T * T * hs))
   for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH, h = bh % NH;
-    float* q = buffers + per_thread * omp_get_thread_num();
-    float* k = q + head;
-    float* v = k + head;
-    float* dy = v + head;
-    float* dq = dy + head;
-    float* dk = dq + head;
-    float* dv = dk + head;
-    float* datt = dv + head;
-    const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
-    load_head(q, base, stride, T, hs, in);
-    load_head(k, base + C, stride, T, hs, in);
-    load_head(v, base + 2 * C, stride, T, hs, in);
-    load_head(dy, dout + static_cast<std::size_t>(b) * T * C + h * hs, C, T, hs, in);
-    std::fill(dq, dq + 3 * head, 0.0f);
-    for (int t = 0; t < T; ++t) {
-      const float* att_row = att + (static_cast<std::size_t>(bh) * T + t) * T;
-      const float* dy_t = dy + static_cast<std::size_t>(t) * hs;
-      float weighted = 0;
-      for (int t2 = 0; t2 <= t; ++t2) {
-        datt[t2] = dot(dy_t, v + static_cast<std::size_t>(t2) * hs, hs);
-        weighted += att_row[t2] * datt[t2];
-        axpy(dv + static_cast<std::size_t>(t2) * hs, round_to_format(att_row[t2], in), dy_t, hs);
-      }
-      for (int t2 = 0; t2 <= t; ++t2) {
-        const float dscore = round_to_format(att_row[t2] * (datt[t2] - weighted) * scale, in);
-        axpy(dq + static_cast<std::size_t>(t) * hs, dscore, k + static_cast<std::size_t>(t2) * hs, hs);
-        axpy(dk + static_cast<std::size_t>(t2) * hs, dscore, q + static_cast<std::size_t>(t) * hs, hs);
-      }
-    }
-    for (int t = 0; t < T; ++t) {
-      float* row = dqkv + (static_cast<std::size_t>(b) * T + t) * stride + h * hs;
-      axpy(row, 1.0f, dq + static_cast<std::size_t>(t) * hs, hs);
-      axpy(row + C, 1.0f, dk + static_cast<std::size_t>(t) * hs, hs);
-      axpy(row + 2 * C, 1.0f, dv + static_cast<std::size_t>(t) * hs, hs);
-    }
+    attention_head_backward(dqkv, dout, qkv, att, bh / NH, bh % NH, T, C, NH, in,
+                            buffers + per_thread * omp_get_thread_num());
   }
 }
 
