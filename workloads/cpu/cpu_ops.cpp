@@ -21,7 +21,7 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 
-constexpr float kLayerNormEps = 1e-5f;
+constexpr double kLayerNormEps = 1e-5;
 
 // Below this many elements of work a loop runs on one thread: waking the team costs more than it
 // saves, and far more when other processes hold the cores the team spins on.
@@ -118,11 +118,9 @@ inline float operand(float x, num::Format format) {
 void load_operand(float* dst, const float* x, std::size_t n, num::Format format) {
   if (format == num::Format::fp32) {
     std::memcpy(dst, x, n * sizeof(float));
-  } else if (format == num::Format::bf16) {
-    for (std::size_t i = 0; i < n; ++i) dst[i] = operand(x[i], num::Format::bf16);
-  } else {
-    for (std::size_t i = 0; i < n; ++i) dst[i] = round_to_format(x[i], format);
+    return;
   }
+  for (std::size_t i = 0; i < n; ++i) dst[i] = operand(x[i], format);
 }
 
 // One head's rows of q, k or v (or of dout) out of rows of `stride` floats, rounded to `format`.
@@ -284,8 +282,10 @@ struct CpuTransformerOps::OneDnn {
       }
       return matmuls.emplace(key, std::move(m)).first->second;
     } catch (const dnnl::error& e) {
-      throw BackendError("oneDNN matmul [" + std::to_string(key.M) + "x" + std::to_string(key.K) + "] x [" +
-                         std::to_string(key.K) + "x" + std::to_string(key.N) + "]: " + e.what());
+      const char* type = key.type == memory::data_type::f32 ? "fp32" : key.type == memory::data_type::bf16 ? "bf16" : "fp16";
+      throw BackendError(std::string("oneDNN ") + type + " matmul [" + std::to_string(key.M) + "x" +
+                         std::to_string(key.K) + "] x [" + std::to_string(key.K) + "x" + std::to_string(key.N) +
+                         "]: " + e.what());
     }
   }
 
@@ -320,7 +320,10 @@ struct CpuTransformerOps::OneDnn {
   }
 };
 
-CpuTransformerOps::CpuTransformerOps() : dnn_(std::make_unique<OneDnn>()) {}
+CpuTransformerOps::CpuTransformerOps() try : dnn_(std::make_unique<OneDnn>()) {
+} catch (const dnnl::error& e) {
+  throw BackendError(std::string("oneDNN CPU engine and stream: ") + e.what());
+}
 
 CpuTransformerOps::~CpuTransformerOps() = default;
 
