@@ -19,19 +19,6 @@ double normal_at(std::uint64_t seed, std::uint64_t i) {
 
 std::string block(int l, const char* rest) { return "h." + std::to_string(l) + "." + rest; }
 
-// Opens the op's range (NVTX on CUDA, host timing on the CPU) for the duration of body().
-template <typename Real, typename Body>
-void in_range(TransformerOps<Real>& ops, const char* op, int layer, Phase phase, Body&& body) {
-  ops.begin_op(op, layer, phase);
-  try {
-    body();
-  } catch (...) {
-    ops.end_op();
-    throw;
-  }
-  ops.end_op();
-}
-
 }  // namespace
 
 std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T) {
@@ -228,34 +215,34 @@ void Gpt2Model<Real>::block_forward(int l, const Real* residual) {
   const Layer p = layer(params_, l);
   LayerActivations& a = acts_.layers[l];
   const Phase fwd = Phase::forward;
-  in_range(ops_, "ln_1", l, fwd, [&] {
+  in_op_range(ops_, "ln_1", l, fwd, [&] {
     ops_.layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), residual, p.ln1w, p.ln1b, N, C);
     store(a.ln1.data(), NC, OpCategory::layernorm);
   });
-  in_range(ops_, "c_attn", l, fwd, [&] { ops_.matmul_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C); });
-  in_range(ops_, "attention", l, fwd, [&] {
+  in_op_range(ops_, "c_attn", l, fwd, [&] { ops_.matmul_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, N, C, 3 * C); });
+  in_op_range(ops_, "attention", l, fwd, [&] {
     ops_.attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C, config_.heads);
     store(a.atty.data(), NC, OpCategory::attention);
   });
-  in_range(ops_, "attn.c_proj", l, fwd,
+  in_op_range(ops_, "attn.c_proj", l, fwd,
            [&] { ops_.matmul_forward(a.attproj.data(), a.atty.data(), p.attprojw, p.attprojb, N, C, C); });
-  in_range(ops_, "residual_1", l, fwd, [&] {
+  in_op_range(ops_, "residual_1", l, fwd, [&] {
     ops_.residual_forward(a.residual2.data(), residual, a.attproj.data(), NC);
     store(a.residual2.data(), NC, OpCategory::add_concat);
   });
-  in_range(ops_, "ln_2", l, fwd, [&] {
+  in_op_range(ops_, "ln_2", l, fwd, [&] {
     ops_.layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.residual2.data(), p.ln2w, p.ln2b,
                            N, C);
     store(a.ln2.data(), NC, OpCategory::layernorm);
   });
-  in_range(ops_, "c_fc", l, fwd, [&] { ops_.matmul_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C); });
-  in_range(ops_, "gelu", l, fwd, [&] {
+  in_op_range(ops_, "c_fc", l, fwd, [&] { ops_.matmul_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, N, C, 4 * C); });
+  in_op_range(ops_, "gelu", l, fwd, [&] {
     ops_.gelu_forward(a.fch_gelu.data(), a.fch.data(), a.fch.size());
     store(a.fch_gelu.data(), a.fch_gelu.size(), OpCategory::gelu);
   });
-  in_range(ops_, "mlp.c_proj", l, fwd,
+  in_op_range(ops_, "mlp.c_proj", l, fwd,
            [&] { ops_.matmul_forward(a.fcproj.data(), a.fch_gelu.data(), p.fcprojw, p.fcprojb, N, 4 * C, C); });
-  in_range(ops_, "residual_2", l, fwd, [&] {
+  in_op_range(ops_, "residual_2", l, fwd, [&] {
     ops_.residual_forward(a.residual3.data(), a.residual2.data(), a.fcproj.data(), NC);
     store(a.residual3.data(), NC, OpCategory::add_concat);
   });
@@ -275,7 +262,7 @@ double Gpt2Model<Real>::forward(const std::int32_t* inputs, const std::int32_t* 
   inputs_.upload(std::vector<std::int32_t>(inputs, inputs + N));
   targets_.upload(std::vector<std::int32_t>(targets, targets + N));
   const std::size_t NC = static_cast<std::size_t>(N) * C;
-  in_range(ops_, "embedding", -1, Phase::forward, [&] {
+  in_op_range(ops_, "embedding", -1, Phase::forward, [&] {
     ops_.encoder_forward(acts_.encoded.data(), inputs_.data(), at(params_, "wte.weight"), at(params_, "wpe.weight"),
                          B_, T_, C);
     store(acts_.encoded.data(), NC, OpCategory::embedding);
@@ -285,15 +272,15 @@ double Gpt2Model<Real>::forward(const std::int32_t* inputs, const std::int32_t* 
     block_forward(l, residual);
     residual = acts_.layers[l].residual3.data();
   }
-  in_range(ops_, "ln_f", -1, Phase::forward, [&] {
+  in_op_range(ops_, "ln_f", -1, Phase::forward, [&] {
     ops_.layernorm_forward(acts_.lnf.data(), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), residual,
                            at(params_, "ln_f.weight"), at(params_, "ln_f.bias"), N, C);
     store(acts_.lnf.data(), NC, OpCategory::layernorm);
   });
-  in_range(ops_, "lm_head", -1, Phase::forward, [&] {
+  in_op_range(ops_, "lm_head", -1, Phase::forward, [&] {
     ops_.matmul_forward(acts_.logits.data(), acts_.lnf.data(), at(params_, "wte.weight"), nullptr, N, C, Vp);
   });
-  in_range(ops_, "cross_entropy", -1, Phase::forward, [&] {
+  in_op_range(ops_, "cross_entropy", -1, Phase::forward, [&] {
     ops_.softmax_crossentropy_forward(acts_.losses.data(), acts_.probs.data(), acts_.logits.data(), targets_.data(),
                                       N, V, Vp);
   });
@@ -315,41 +302,41 @@ void Gpt2Model<Real>::block_backward(int l, const Real* residual, Real* dresidua
   const Phase bwd = Phase::backward;
   // The gradient reaching a low-precision branch through a residual add is held in the branch's
   // type, as autocast's cast back to the input dtype does.
-  in_range(ops_, "residual_2", l, bwd, [&] {
+  in_op_range(ops_, "residual_2", l, bwd, [&] {
     ops_.residual_backward(d.residual2.data(), d.fcproj.data(), d.residual3.data(), NC);
     store(d.fcproj.data(), NC, OpCategory::matmul);
   });
-  in_range(ops_, "mlp.c_proj", l, bwd, [&] {
+  in_op_range(ops_, "mlp.c_proj", l, bwd, [&] {
     ops_.matmul_backward(d.fch_gelu.data(), g.fcprojw, g.fcprojb, d.fcproj.data(), a.fch_gelu.data(), p.fcprojw, N,
                          4 * C, C);
   });
-  in_range(ops_, "gelu", l, bwd, [&] {
+  in_op_range(ops_, "gelu", l, bwd, [&] {
     ops_.gelu_backward(d.fch.data(), d.fch_gelu.data(), a.fch.data(), a.fch.size());
     store(d.fch.data(), d.fch.size(), OpCategory::gelu);
   });
-  in_range(ops_, "c_fc", l, bwd,
+  in_op_range(ops_, "c_fc", l, bwd,
            [&] { ops_.matmul_backward(d.ln2.data(), g.fcw, g.fcb, d.fch.data(), a.ln2.data(), p.fcw, N, C, 4 * C); });
-  in_range(ops_, "ln_2", l, bwd, [&] {
+  in_op_range(ops_, "ln_2", l, bwd, [&] {
     ops_.layernorm_backward(d.residual2.data(), g.ln2w, g.ln2b, d.ln2.data(), a.residual2.data(), p.ln2w,
                             a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
     store(d.residual2.data(), NC, OpCategory::add_concat);
   });
-  in_range(ops_, "residual_1", l, bwd, [&] {
+  in_op_range(ops_, "residual_1", l, bwd, [&] {
     ops_.residual_backward(dresidual, d.attproj.data(), d.residual2.data(), NC);
     store(d.attproj.data(), NC, OpCategory::matmul);
   });
-  in_range(ops_, "attn.c_proj", l, bwd, [&] {
+  in_op_range(ops_, "attn.c_proj", l, bwd, [&] {
     ops_.matmul_backward(d.atty.data(), g.attprojw, g.attprojb, d.attproj.data(), a.atty.data(), p.attprojw, N, C,
                          C);
   });
-  in_range(ops_, "attention", l, bwd, [&] {
+  in_op_range(ops_, "attention", l, bwd, [&] {
     ops_.attention_backward(d.qkv.data(), d.atty.data(), a.qkv.data(), a.att.data(), B_, T_, C, config_.heads);
     store(d.qkv.data(), d.qkv.size(), OpCategory::attention);
   });
-  in_range(ops_, "c_attn", l, bwd, [&] {
+  in_op_range(ops_, "c_attn", l, bwd, [&] {
     ops_.matmul_backward(d.ln1.data(), g.qkvw, g.qkvb, d.qkv.data(), a.ln1.data(), p.qkvw, N, C, 3 * C);
   });
-  in_range(ops_, "ln_1", l, bwd, [&] {
+  in_op_range(ops_, "ln_1", l, bwd, [&] {
     ops_.layernorm_backward(dresidual, g.ln1w, g.ln1b, d.ln1.data(), residual, p.ln1w, a.ln1_mean.data(),
                             a.ln1_rstd.data(), N, C);
     store(dresidual, NC, OpCategory::add_concat);
@@ -365,19 +352,19 @@ void Gpt2Model<Real>::backward(double loss_weight) {
   ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(OpCategory::matmul).output});
   zero(dacts_);
   dacts_.losses.upload(std::vector<Real>(dacts_.losses.size(), static_cast<Real>(loss_weight / N)));
-  in_range(ops_, "cross_entropy", -1, Phase::backward, [&] {
+  in_op_range(ops_, "cross_entropy", -1, Phase::backward, [&] {
     ops_.softmax_crossentropy_backward(dacts_.logits.data(), dacts_.losses.data(), acts_.probs.data(),
                                        targets_.data(), N, V, Vp);
     store(dacts_.logits.data(), dacts_.logits.size(), OpCategory::matmul);
   });
-  in_range(ops_, "lm_head", -1, Phase::backward, [&] {
+  in_op_range(ops_, "lm_head", -1, Phase::backward, [&] {
     ops_.matmul_backward(dacts_.lnf.data(), at(grads_, "wte.weight"), nullptr, dacts_.logits.data(),
                          acts_.lnf.data(), at(params_, "wte.weight"), N, C, Vp);
   });
   const int last = config_.layers - 1;
   const Real* residual = last >= 0 ? acts_.layers[last].residual3.data() : acts_.encoded.data();
   Real* dresidual = last >= 0 ? dacts_.layers[last].residual3.data() : dacts_.encoded.data();
-  in_range(ops_, "ln_f", -1, Phase::backward, [&] {
+  in_op_range(ops_, "ln_f", -1, Phase::backward, [&] {
     ops_.layernorm_backward(dresidual, at(grads_, "ln_f.weight"), at(grads_, "ln_f.bias"), dacts_.lnf.data(),
                             residual, at(params_, "ln_f.weight"), acts_.lnf_mean.data(), acts_.lnf_rstd.data(), N, C);
     store(dresidual, static_cast<std::size_t>(N) * C, OpCategory::add_concat);
@@ -387,7 +374,7 @@ void Gpt2Model<Real>::backward(double loss_weight) {
     Real* dblock_input = l > 0 ? dacts_.layers[l - 1].residual3.data() : dacts_.encoded.data();
     block_backward(l, block_input, dblock_input);
   }
-  in_range(ops_, "embedding", -1, Phase::backward, [&] {
+  in_op_range(ops_, "embedding", -1, Phase::backward, [&] {
     ops_.encoder_backward(at(grads_, "wte.weight"), at(grads_, "wpe.weight"), dacts_.encoded.data(), inputs_.data(),
                           B_, T_, C);
     // Parameter gradients are kept in the type the optimizer reads (bf16 in the bf16 mode).

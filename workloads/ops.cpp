@@ -18,6 +18,11 @@ std::string_view phase_name(Phase phase) {
   return "unknown";
 }
 
+void OpTimes::add(std::string_view op, Phase phase, double seconds) {
+  seconds_[std::string(op) + " " + std::string(phase_name(phase))] += seconds;
+  ++ranges_;
+}
+
 void* OpsMemory::allocate(std::size_t bytes) {
   void* p = allocate_zeroed(bytes);
   live_bytes_ += bytes;

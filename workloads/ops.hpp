@@ -7,8 +7,10 @@
 // device memory for the CUDA ops. Layouts are llm.c's, row-major: N = B*T rows of activations; a
 // [B,T,C] tensor holds row b*T+t. Every backward ADDS into its gradient outputs (so gradients of
 // shared inputs accumulate); callers zero them first. A null bias pointer means "no bias".
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -118,9 +120,26 @@ struct MatmulPrecision {
 enum class Phase { forward, backward, optimizer, scaler };
 std::string_view phase_name(Phase phase);
 
+// Host-clock totals per op and phase ("c_fc forward"), summed over layers and calls: a breakdown
+// for ops that run synchronously on the host (on a GPU the host clock would time launches only).
+class OpTimes {
+ public:
+  void add(std::string_view op, Phase phase, double seconds);
+  const std::map<std::string, double>& seconds() const { return seconds_; }
+  std::size_t ranges() const { return ranges_; }
+
+ private:
+  std::map<std::string, double> seconds_;
+  std::size_t ranges_ = 0;
+};
+
 template <typename Real>
 class TransformerOps : public virtual OpsMemory {
  public:
+  // While set, in_op_range adds each op's host time to `times` (null: stop).
+  void time_ops_on_host(OpTimes* times) { op_times_ = times; }
+  OpTimes* op_times() const { return op_times_; }
+
   // A short description of how the ops run (shown in results), e.g. "oneDNN matmul, OpenMP loops".
   virtual std::string implementation() const = 0;
 
@@ -191,6 +210,25 @@ class TransformerOps : public virtual OpsMemory {
   virtual double global_norm(const Real* grads, std::size_t n) = 0;
   // dst = src, n elements (refreshing low-precision weights from fp32 master weights).
   virtual void copy(Real* dst, const Real* src, std::size_t n) = 0;
+
+ private:
+  OpTimes* op_times_ = nullptr;
 };
+
+// Runs body() as one op of one layer: between begin_op and end_op, and host-timed when asked.
+template <typename Real, typename Body>
+void in_op_range(TransformerOps<Real>& ops, std::string_view op, int layer, Phase phase, Body&& body) {
+  const auto start = std::chrono::steady_clock::now();
+  ops.begin_op(op, layer, phase);
+  try {
+    body();
+  } catch (...) {
+    ops.end_op();
+    throw;
+  }
+  ops.end_op();
+  if (OpTimes* times = ops.op_times())
+    times->add(op, phase, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
 
 }  // namespace mpbench::workloads

@@ -123,9 +123,8 @@ StepRecord Trainer::step(TokenSource& data) {
     model_.backward(record.loss_scale / options_.micro_batches);
   }
   const std::size_t count = model_.parameter_count();
-  ops_.begin_op("global_norm", -1, Phase::optimizer);
-  const double scaled_norm = ops_.global_norm(model_.grads(), count);
-  ops_.end_op();
+  double scaled_norm = 0;
+  in_op_range(ops_, "global_norm", -1, Phase::optimizer, [&] { scaled_norm = ops_.global_norm(model_.grads(), count); });
   record.grad_norm = scaled_norm / record.loss_scale;
   record.lr = cosine_learning_rate(step_, options_.steps, options_.warmup_steps, options_.max_lr, options_.min_lr);
   const bool finite = std::isfinite(scaled_norm) && std::isfinite(record.loss);
@@ -137,11 +136,11 @@ StepRecord Trainer::step(TokenSource& data) {
   if (finite) {
     const double unscale = 1.0 / record.loss_scale;
     const double factor = clip_factor(record.grad_norm, options_.grad_clip) * unscale;
-    ops_.begin_op("adamw", -1, Phase::optimizer);
-    optimizer_.step(master_params(), model_.grads(), model_.tensors(), static_cast<float>(record.lr),
-                    static_cast<float>(factor));
-    refresh_working_weights();
-    ops_.end_op();
+    in_op_range(ops_, "adamw", -1, Phase::optimizer, [&] {
+      optimizer_.step(master_params(), model_.grads(), model_.tensors(), static_cast<float>(record.lr),
+                      static_cast<float>(factor));
+      refresh_working_weights();
+    });
   } else {
     record.skipped = true;
   }

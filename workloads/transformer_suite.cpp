@@ -89,6 +89,7 @@ double final_loss(const std::vector<StepRecord>& records) {
 
 struct ModeRun {
   std::vector<StepRecord> records;
+  OpTimes op_times;  // host-timed ops of the timed steps (ops that run on the host only)
   std::size_t peak_bytes = 0, activation_bytes = 0, model_state_bytes = 0;
   bool interrupted = false;
   std::vector<float> final_weights;  // fp32 weights after the last step, when a checkpoint is wanted
@@ -104,14 +105,19 @@ std::string progress_line(const TransformerPlan& plan, amp::Mode mode, const Ste
 }
 
 ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<float>& ops, TokenSource& data,
-                   const std::vector<float>* initial, const TrainingProgress& progress) {
+                   const std::vector<float>* initial, bool time_ops, const TrainingProgress& progress) {
   ModeRun run;
+  struct StopTiming {
+    TransformerOps<float>& ops;
+    ~StopTiming() { ops.time_ops_on_host(nullptr); }
+  } stop_timing{ops};
   const std::size_t live_before = ops.live_bytes();
   ops.reset_peak();
   Trainer trainer(plan.config, plan.train, ops, mode);
   if (initial) trainer.load_params(*initial);
   const int every = std::max(1, plan.train.steps / 20);
   for (int s = 0; s < plan.train.steps; ++s) {
+    if (time_ops && s == plan.timing_warmup) ops.time_ops_on_host(&run.op_times);
     run.records.push_back(trainer.step(data));
     if (s % every == 0 || s + 1 == plan.train.steps) progress(progress_line(plan, mode, run.records.back()));
     if (interrupt_requested()) {
@@ -143,6 +149,38 @@ void write_mode_checkpoint(const TransformerPlan& plan, amp::Mode mode, const Mo
                                {"final_loss_in_mode", result.details["final_loss"]}};
   write_checkpoint(dir, plan.config, model.tensors(), run.final_weights, batch, info);
   result.details["checkpoint"] = {{"dir", dir.string()}, {"fp32_batch_loss", batch.loss}};
+}
+
+// The category of an op of the model, for the breakdown of a CPU run (explain folds GPU GEMM
+// categories into "gemm" too).
+std::string cpu_category(std::string_view op) {
+  for (std::string_view gemm : {"c_attn", "attn.c_proj", "c_fc", "mlp.c_proj", "lm_head"})
+    if (op == gemm) return "gemm";
+  if (op == "attention") return "attention";
+  if (op.starts_with("ln_")) return "normalization";
+  if (op == "cross_entropy" || op == "global_norm") return "reduction";
+  if (op == "adamw") return "optimizer";
+  return "elementwise";  // embedding, gelu, residual adds
+}
+
+// Seconds per step in each category and op, from the host-timed ranges of the timed steps.
+nlohmann::json host_breakdown(const ModeRun& run, const Statistics& steps) {
+  const double n = static_cast<double>(steps.values.size());
+  nlohmann::json categories = nlohmann::json::object(), ops = nlohmann::json::object();
+  double attributed = 0;
+  for (const auto& [key, seconds] : run.op_times.seconds()) {
+    const std::string op = key.substr(0, key.rfind(' '));
+    const std::string category = cpu_category(op);
+    categories[category] = categories.value(category, 0.0) + seconds / n;
+    ops[key] = seconds / n;
+    attributed += seconds / n;
+  }
+  return {{"categories", categories},
+          {"ops", ops},
+          {"kernel_count", static_cast<double>(run.op_times.ranges()) / n},
+          {"region_s", steps.mean},
+          {"unattributed_s", std::max(0.0, steps.mean - attributed)},
+          {"source", "host clock around each op of the timed steps (CPU ops run synchronously), per step"}};
 }
 
 void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run, const DeviceInfo& device,
@@ -183,6 +221,7 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
   c.details["lr"] = lrs;
   if (amp::policy(mode).loss_scaling == amp::LossScaling::dynamic) c.details["loss_scale"] = scale;
   c.details["skipped_steps"] = skipped;
+  if (run.op_times.ranges() > 0) c.details["breakdown"] = host_breakdown(run, *c.seconds);
   c.details["final_loss"] = final_loss(run.records);
   if (entropy_floor) {
     c.details["entropy_floor"] = *entropy_floor;
@@ -293,7 +332,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     }
     try {
       auto data = make_data(plan, chain);
-      const ModeRun run = train_mode(plan, mode, ops, *data, initial ? &*initial : nullptr, progress);
+      const ModeRun run = train_mode(plan, mode, ops, *data, initial ? &*initial : nullptr, on_cpu(device), progress);
       if (run.interrupted) {
         outcome.interrupted = true;
         return outcome;

@@ -113,6 +113,19 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
     EXPECT_EQ(c->details["memory"]["allocated_peak_bytes"], c->details["memory"]["estimate_bytes"]);
     EXPECT_GT(c->details["entropy_floor"].get<double>(), 0);
     EXPECT_FALSE(c->rates.contains("mfu")) << "no datasheet peak for CPUs";
+    // Host-timed op ranges: every op of the model appears, and they account for most of a step.
+    const auto& breakdown = c->details["breakdown"];
+    for (const char* category : {"gemm", "attention", "normalization", "elementwise", "reduction", "optimizer"})
+      EXPECT_GT(breakdown["categories"].value(category, 0.0), 0.0) << category;
+    EXPECT_TRUE(breakdown["ops"].contains("c_fc backward"));
+    if (c == &fp32) {  // no skipped step, so AdamW ran every step
+      const double per_step_ranges = 2 * (1 + 10 * 2 + 3) + 2;  // forward and backward ops, norm and AdamW
+      EXPECT_EQ(breakdown["kernel_count"].get<double>(), per_step_ranges);
+    }
+    double attributed = 0;
+    for (const auto& [name, seconds] : breakdown["categories"].items()) attributed += seconds.get<double>();
+    EXPECT_LE(attributed, breakdown["region_s"].get<double>() * 1.0001);
+    EXPECT_GT(attributed, 0.5 * breakdown["region_s"].get<double>());
   }
   EXPECT_EQ(fp16.precision, "amp-fp16");
   EXPECT_EQ(fp16.details["loss_scale"].size(), 6u);
