@@ -71,6 +71,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "a batch and its fp32 loss and gradients): check them with scripts/check_against_pytorch.py")
       ->group(training);
   cmd->add_option("--seed", t.seed, "seed of the weights and of the synthetic data")->capture_default_str()->group(training);
+  const std::string profiling = "Profiling (transformer suite; the microbenchmark suites ignore it)";
+  cmd->add_flag("--profile", t.profile,
+                "after each mode's timed steps, profile 3 more (CUPTI on a GPU, host-timed op ranges on the CPU): "
+                "details.profile (overhead against the timed steps), and on a GPU details.breakdown per category, op "
+                "and kernel; where CUPTI is unavailable the run goes on unprofiled and says why")
+      ->group(profiling);
+  cmd->add_option("--trace", t.trace_file,
+                  "write each mode's profiled steps as a Chrome trace (Perfetto UI, chrome://tracing) to FILE with the "
+                  "mode before the extension, e.g. trace.amp-bf16.json; implies --profile")
+      ->group(profiling);
   cmd->allow_extras();
   cmd->footer(
       "Options starting with --benchmark_ go to Google Benchmark, the harness (e.g. --benchmark_filter, "

@@ -16,6 +16,7 @@
 #include "core/interrupt.hpp"
 #include "microbench/runner.hpp"
 #include "microbench/table.hpp"
+#include "profiler/cupti_collector.hpp"
 
 namespace mpbench::cli {
 
@@ -152,6 +153,17 @@ int run_benchmarks(const RunOptions& options) {
     throw UsageError(fmt::format("bad --filter '{}': {}", options.filter, e.what()));
   }
   check_writable(options.out);
+  if (!transformer_options.trace_file.empty()) check_writable(transformer_options.trace_file);
+  const bool profile = run_transformer && (transformer_options.profile || !transformer_options.trace_file.empty());
+  // Before the backend starts (cuBLAS and the ops make NVTX calls), so that NVTX reaches CUPTI.
+  std::string nvtx_injection;
+  if (profile) {
+    try {
+      nvtx_injection = profiler::arrange_nvtx_injection();
+    } catch (const profiler::CuptiUnavailable& e) {
+      nvtx_injection = fmt::format("not set: {}", e.what());
+    }
+  }
   microbench::configure_google_benchmark(options.benchmark_args);
   if (!options.cpu_isa.empty()) cpu::limit_isa(options.cpu_isa);
 
@@ -197,6 +209,9 @@ int run_benchmarks(const RunOptions& options) {
                   {"device_note", choice.note}, {"quick", options.quick}, {"precisions", options.precisions},
                   {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"interrupted", outcome.interrupted},
                   {"sampler", sampler_config(options).to_json()}};
+  if (profile)
+    document.run["profile"] = {{"steps_per_mode", plan->profile_steps}, {"trace", transformer_options.trace_file},
+                               {"nvtx_injection", nvtx_injection}};
   for (const Suite* s : suites) document.run["suites"].push_back(s->name);
   if (plan) document.run["suites"].push_back(kTransformer);
   document.cases = std::move(outcome.cases);

@@ -4,9 +4,12 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <link.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <utility>
 
@@ -54,14 +57,22 @@ void resolve(void* library, const char* name, F& out) {
 }
 
 // Loaded once and never closed: closing CUPTI 13.0-13.1 crashes at exit (PAPI PR #594).
-const Cupti& cupti() {
-  static const Cupti loaded = [] {
-    void* library = nullptr;
+void* cupti_library() {
+  static void* const library = [] {
+    void* found = nullptr;
     for (const char* name : {"libcupti.so.13", "libcupti.so"})
-      if ((library = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
-    if (!library)
+      if ((found = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
+    if (!found)
       throw CuptiUnavailable("libcupti was not found: add the CUDA toolkit's lib64 (or the nvidia-cuda-cupti wheel's "
                              "lib folder) to LD_LIBRARY_PATH");
+    return found;
+  }();
+  return library;
+}
+
+const Cupti& cupti() {
+  static const Cupti loaded = [] {
+    void* library = cupti_library();
     Cupti c;
     resolve(library, "cuptiActivityRegisterCallbacks", c.register_callbacks);
     resolve(library, "cuptiActivityEnable", c.enable);
@@ -224,8 +235,22 @@ void CuptiCollector::pop_external_id() {
 
 std::uint64_t CuptiCollector::timestamp_ns() const {
   std::uint64_t t = 0;
-  cupti().timestamp(&t);
+  check(cupti().timestamp(&t), "cuptiGetTimestamp");
   return t;
+}
+
+std::string arrange_nvtx_injection() {
+  constexpr const char* kVariable = "NVTX_INJECTION64_PATH";
+  if (const char* set = std::getenv(kVariable); set && *set)
+    return fmt::format("{} was already set to {}: left as is", kVariable, set);
+  const link_map* map = nullptr;
+  if (dlinfo(cupti_library(), RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || !*map->l_name) {
+    const char* why = dlerror();
+    throw CuptiUnavailable(fmt::format("cannot tell where libcupti was loaded from: {}", why ? why : "no path in its link map"));
+  }
+  if (::setenv(kVariable, map->l_name, 0) != 0)
+    throw CuptiUnavailable(fmt::format("cannot set {}: {}", kVariable, std::strerror(errno)));
+  return fmt::format("{}={} (set at start-up, before the first NVTX call)", kVariable, map->l_name);
 }
 
 }  // namespace mpbench::profiler

@@ -2,9 +2,10 @@
 // Collects CUPTI activity records (concurrent kernels, memcpy, memset, runtime API calls,
 // external correlations) into a Trace. libcupti is loaded with dlopen, so mpbench links no CUPTI
 // and runs where it is missing; every failure is a CuptiUnavailable naming the cause, and the
-// caller goes on unprofiled. Not wired into `mpbench run` yet.
+// caller goes on unprofiled. `mpbench run --profile` uses it through workloads/step_profiler.hpp.
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "profiler/activity.hpp"
 
@@ -41,5 +42,10 @@ class CuptiCollector {
   bool running_ = false;
   std::uint64_t dropped_ = 0;
 };
+
+// NVTX reaches CUPTI only if NVTX_INJECTION64_PATH names libcupti at the process's first NVTX
+// call: call this before any. Sets it to the libcupti this process loads, unless it is already set
+// (e.g. by Nsight Systems), and returns what it did. Throws CuptiUnavailable without libcupti.
+std::string arrange_nvtx_injection();
 
 }  // namespace mpbench::profiler

@@ -11,5 +11,8 @@ Trace CuptiCollector::stop() { return {}; }
 void CuptiCollector::push_external_id(std::uint64_t) {}
 void CuptiCollector::pop_external_id() {}
 std::uint64_t CuptiCollector::timestamp_ns() const { return 0; }
+std::string arrange_nvtx_injection() {
+  throw CuptiUnavailable("this mpbench was built without CUDA, so NVTX has no CUPTI to reach");
+}
 
 }  // namespace mpbench::profiler

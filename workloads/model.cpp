@@ -259,8 +259,10 @@ double Gpt2Model<Real>::forward(const std::int32_t* inputs, const std::int32_t* 
     }
   }
   ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(OpCategory::matmul).output});
-  inputs_.upload(std::vector<std::int32_t>(inputs, inputs + N));
-  targets_.upload(std::vector<std::int32_t>(targets, targets + N));
+  in_op_range(ops_, "inputs", -1, Phase::forward, [&] {
+    inputs_.upload(std::vector<std::int32_t>(inputs, inputs + N));
+    targets_.upload(std::vector<std::int32_t>(targets, targets + N));
+  });
   const std::size_t NC = static_cast<std::size_t>(N) * C;
   in_op_range(ops_, "embedding", -1, Phase::forward, [&] {
     ops_.encoder_forward(acts_.encoded.data(), inputs_.data(), at(params_, "wte.weight"), at(params_, "wpe.weight"),
@@ -286,7 +288,9 @@ double Gpt2Model<Real>::forward(const std::int32_t* inputs, const std::int32_t* 
   });
   has_forward_ = true;
   double total = 0;
-  for (Real loss : acts_.losses.download()) total += loss;
+  in_op_range(ops_, "loss", -1, Phase::forward, [&] {
+    for (Real loss : acts_.losses.download()) total += loss;
+  });
   return total / N;
 }
 
@@ -350,8 +354,10 @@ void Gpt2Model<Real>::backward(double loss_weight) {
   const int N = B_ * T_, C = config_.channels;
   const int V = config_.vocab, Vp = config_.padded_vocab();
   ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(OpCategory::matmul).output});
-  zero(dacts_);
-  dacts_.losses.upload(std::vector<Real>(dacts_.losses.size(), static_cast<Real>(loss_weight / N)));
+  in_op_range(ops_, "zero_activation_grads", -1, Phase::backward, [&] {
+    zero(dacts_);
+    dacts_.losses.upload(std::vector<Real>(dacts_.losses.size(), static_cast<Real>(loss_weight / N)));
+  });
   in_op_range(ops_, "cross_entropy", -1, Phase::backward, [&] {
     ops_.softmax_crossentropy_backward(dacts_.logits.data(), dacts_.losses.data(), acts_.probs.data(),
                                        targets_.data(), N, V, Vp);

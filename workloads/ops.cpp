@@ -18,6 +18,12 @@ std::string_view phase_name(Phase phase) {
   return "unknown";
 }
 
+std::string op_range_name(std::string_view op, int layer, Phase phase) {
+  std::string name(op);
+  if (layer >= 0) name += " L" + std::to_string(layer);
+  return name + " " + std::string(phase_name(phase));
+}
+
 void OpTimes::add(std::string_view op, Phase phase, double seconds) {
   seconds_[std::string(op) + " " + std::string(phase_name(phase))] += seconds;
   ++ranges_;

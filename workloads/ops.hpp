@@ -119,6 +119,9 @@ struct MatmulPrecision {
 // The part of a training step an op belongs to (the profiler attributes kernels by it).
 enum class Phase { forward, backward, optimizer, scaler };
 std::string_view phase_name(Phase phase);
+// "c_fc L3 forward" (an op of layer 3) or "adamw optimizer" (outside the blocks, layer -1): the
+// name of an op's NVTX range and of its range in traces.
+std::string op_range_name(std::string_view op, int layer, Phase phase);
 
 // Host-clock totals per op and phase ("c_fc forward"), summed over layers and calls: a breakdown
 // for ops that run synchronously on the host (on a GPU the host clock would time launches only).
@@ -133,12 +136,24 @@ class OpTimes {
   std::size_t ranges_ = 0;
 };
 
+// Told of every op range in_op_range runs: op_begin before the op's work, op_end after it (also
+// when the op throws), e.g. by a profiler that records each range with its timestamps.
+class OpRangeListener {
+ public:
+  virtual ~OpRangeListener() = default;
+  virtual void op_begin(std::string_view op, int layer, Phase phase) = 0;
+  virtual void op_end(std::string_view op, int layer, Phase phase) = 0;
+};
+
 template <typename Real>
 class TransformerOps : public virtual OpsMemory {
  public:
   // While set, in_op_range adds each op's host time to `times` (null: stop).
   void time_ops_on_host(OpTimes* times) { op_times_ = times; }
   OpTimes* op_times() const { return op_times_; }
+  // While set, in_op_range tells `listener` of each op range (null: stop).
+  void listen_to_ops(OpRangeListener* listener) { op_listener_ = listener; }
+  OpRangeListener* op_listener() const { return op_listener_; }
 
   // A short description of how the ops run (shown in results), e.g. "oneDNN matmul, OpenMP loops".
   virtual std::string implementation() const = 0;
@@ -213,20 +228,26 @@ class TransformerOps : public virtual OpsMemory {
 
  private:
   OpTimes* op_times_ = nullptr;
+  OpRangeListener* op_listener_ = nullptr;
 };
 
-// Runs body() as one op of one layer: between begin_op and end_op, and host-timed when asked.
+// Runs body() as one op of one layer: between begin_op and end_op, inside the listener's
+// op_begin/op_end when one listens, and host-timed when asked.
 template <typename Real, typename Body>
 void in_op_range(TransformerOps<Real>& ops, std::string_view op, int layer, Phase phase, Body&& body) {
   const auto start = std::chrono::steady_clock::now();
+  OpRangeListener* listener = ops.op_listener();
+  if (listener) listener->op_begin(op, layer, phase);
   ops.begin_op(op, layer, phase);
   try {
     body();
   } catch (...) {
     ops.end_op();
+    if (listener) listener->op_end(op, layer, phase);
     throw;
   }
   ops.end_op();
+  if (listener) listener->op_end(op, layer, phase);
   if (OpTimes* times = ops.op_times())
     times->add(op, phase, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }

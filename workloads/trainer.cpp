@@ -116,7 +116,7 @@ StepRecord Trainer::step(TokenSource& data) {
   StepRecord record;
   record.step = step_;
   record.loss_scale = loss_scaling_ ? scaler_.scale : 1.0;
-  model_.zero_grad();
+  in_op_range(ops_, "zero_grad", -1, Phase::optimizer, [&] { model_.zero_grad(); });
   for (int micro = 0; micro < options_.micro_batches; ++micro) {
     const TokenBatch batch = data.next_batch(options_.batch, options_.seq_len);
     record.loss += model_.forward(batch.inputs.data(), batch.targets.data()) / options_.micro_batches;

@@ -4,13 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "amp/memory.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/peaks.hpp"
+#include "core/stats.hpp"
+#include "profiler/attribute.hpp"
+#include "profiler/breakdown.hpp"
+#include "profiler/cupti_collector.hpp"
+#include "profiler/trace_export.hpp"
 #include "workloads/checkpoint.hpp"
 #include "workloads/data.hpp"
 #include "workloads/model.hpp"
@@ -87,8 +94,18 @@ double final_loss(const std::vector<StepRecord>& records) {
   return sum / static_cast<double>(count);
 }
 
+// The extra steps a mode runs under the profiler, after its timed steps.
+struct ProfiledSteps {
+  std::vector<double> step_seconds;
+  profiler::Trace trace;
+  bool gpu_activity = false;
+  std::string source;
+  std::string unprofiled_reason;  // set when the profiler could not record (CUPTI unavailable)
+};
+
 struct ModeRun {
   std::vector<StepRecord> records;
+  std::optional<ProfiledSteps> profiled;
   OpTimes op_times;  // host-timed ops of the timed steps (ops that run on the host only)
   std::size_t peak_bytes = 0, activation_bytes = 0, model_state_bytes = 0;
   bool interrupted = false;
@@ -104,8 +121,38 @@ std::string progress_line(const TransformerPlan& plan, amp::Mode mode, const Ste
   return line;
 }
 
+// Runs plan.profile_steps more steps with the profiler listening to every op range. Host timing
+// of ops is off: the profiled steps are not part of the timed steps' breakdown.
+ProfiledSteps profile_steps(const TransformerPlan& plan, Trainer& trainer, TransformerOps<float>& ops,
+                            TokenSource& data, const DeviceInfo& device, const StartStepProfiler& start_profiler,
+                            bool& interrupted) {
+  ProfiledSteps out;
+  ops.time_ops_on_host(nullptr);
+  try {
+    const auto recorder = start_profiler(device, ops);
+    struct StopListening {
+      TransformerOps<float>& ops;
+      ~StopListening() { ops.listen_to_ops(nullptr); }
+    } stop_listening{ops};
+    ops.listen_to_ops(recorder.get());
+    for (int s = 0; s < plan.profile_steps && !interrupted; ++s) {
+      out.step_seconds.push_back(trainer.step(data).seconds);
+      interrupted = interrupt_requested();
+    }
+    ops.listen_to_ops(nullptr);
+    out.trace = recorder->finish();
+    out.gpu_activity = recorder->records_gpu_activity();
+    out.source = recorder->source();
+  } catch (const profiler::CuptiUnavailable& e) {
+    out = ProfiledSteps{};
+    out.unprofiled_reason = e.what();
+  }
+  return out;
+}
+
 ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<float>& ops, TokenSource& data,
-                   const std::vector<float>* initial, bool time_ops, const TrainingProgress& progress) {
+                   const std::vector<float>* initial, bool time_ops, const DeviceInfo& device,
+                   const StartStepProfiler& start_profiler, const TrainingProgress& progress) {
   ModeRun run;
   struct StopTiming {
     TransformerOps<float>& ops;
@@ -132,6 +179,7 @@ ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<f
     run.final_weights.resize(trainer.model().parameter_count());
     ops.copy_to_host(run.final_weights.data(), trainer.master_params(), run.final_weights.size() * sizeof(float));
   }
+  if (plan.profile_steps > 0) run.profiled = profile_steps(plan, trainer, ops, data, device, start_profiler, run.interrupted);
   return run;
 }
 
@@ -160,6 +208,7 @@ std::string cpu_category(std::string_view op) {
   if (op.starts_with("ln_")) return "normalization";
   if (op == "cross_entropy" || op == "global_norm") return "reduction";
   if (op == "adamw") return "optimizer";
+  if (op == "inputs" || op == "loss" || op.starts_with("zero_")) return "copy";  // uploads, downloads, zeroing
   return "elementwise";  // embedding, gelu, residual adds
 }
 
@@ -181,6 +230,54 @@ nlohmann::json host_breakdown(const ModeRun& run, const Statistics& steps) {
           {"region_s", steps.mean},
           {"unattributed_s", std::max(0.0, steps.mean - attributed)},
           {"source", "host clock around each op of the timed steps (CPU ops run synchronously), per step"}};
+}
+
+// Seconds per step in each category and op (ops summed over layers), kernel count, top kernels,
+// gaps and unattributed time, from the CUPTI records of the profiled steps.
+nlohmann::json gpu_breakdown(const ProfiledSteps& p) {
+  const double n = static_cast<double>(p.step_seconds.size());
+  profiler::Breakdown b = profiler::compute_breakdown(p.trace);
+  for (auto& [category, seconds] : b.categories) seconds /= n;
+  std::map<std::string, double> ops;
+  for (const auto& [range, seconds] : b.ops) ops[op_key_of_range(range)] += seconds / n;
+  b.ops = std::move(ops);
+  for (auto& k : b.top_kernels) k.total_s /= n;
+  b.gaps_s /= n;
+  b.region_s /= n;
+  b.unattributed_s /= n;
+  nlohmann::json j = b.to_json();
+  j["kernel_count"] = static_cast<double>(b.kernel_count) / n;
+  for (auto& k : j["top_kernels"]) k["count"] = k["count"].get<double>() / n;
+  j["unattributed_kernels"] = static_cast<double>(profiler::attribute_kernels(p.trace).unattributed) / n;
+  j["source"] = fmt::format("{} over {} profiled steps, per step", p.source, p.step_seconds.size());
+  return j;
+}
+
+// details.profile (and on a GPU details.breakdown) from the profiled steps; writes the trace.
+void fill_profile(const TransformerPlan& plan, amp::Mode mode, const ProfiledSteps& p, CaseResult& c) {
+  if (!p.unprofiled_reason.empty()) {
+    c.details["profile"] = {{"status", "unprofiled"}, {"reason", p.unprofiled_reason}};
+    return;
+  }
+  const double profiled = Statistics::of(p.step_seconds).median;
+  const double unprofiled = c.seconds->median;
+  nlohmann::json profile = {{"status", "profiled"},
+                            {"steps", p.step_seconds.size()},
+                            {"source", p.source},
+                            {"ranges_per_step", static_cast<double>(p.trace.ranges.size()) / static_cast<double>(p.step_seconds.size())},
+                            {"profiled_step_median_s", profiled},
+                            {"unprofiled_step_median_s", unprofiled},
+                            {"overhead", profiled / unprofiled - 1.0}};
+  if (p.gpu_activity) {
+    profile["kernels"] = p.trace.kernels.size();
+    c.details["breakdown"] = gpu_breakdown(p);
+  }
+  if (!plan.trace_file.empty()) {
+    const auto path = trace_path_for(plan.trace_file, mode);
+    profiler::write_chrome_trace(path, p.trace);
+    profile["trace"] = path.string();
+  }
+  c.details["profile"] = std::move(profile);
 }
 
 void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run, const DeviceInfo& device,
@@ -222,6 +319,7 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
   if (amp::policy(mode).loss_scaling == amp::LossScaling::dynamic) c.details["loss_scale"] = scale;
   c.details["skipped_steps"] = skipped;
   if (run.op_times.ranges() > 0) c.details["breakdown"] = host_breakdown(run, *c.seconds);
+  if (run.profiled) fill_profile(plan, mode, *run.profiled, c);
   c.details["final_loss"] = final_loss(run.records);
   if (entropy_floor) {
     c.details["entropy_floor"] = *entropy_floor;
@@ -291,12 +389,24 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
   if (!plan.data_file.empty()) FileTokenSource check(plan.data_file, plan.config.vocab);
   plan.checkpoint_in = options.checkpoint_in;
   plan.checkpoint_out = options.checkpoint_out;
+  plan.trace_file = options.trace_file;
+  plan.profile_steps = options.profile || !options.trace_file.empty() ? kProfiledSteps : 0;
   check_memory(plan, device);
   return plan;
 }
 
+std::filesystem::path trace_path_for(const std::string& trace_file, amp::Mode mode) {
+  std::filesystem::path path(trace_file);
+  const auto extension = path.extension();
+  path.replace_extension();
+  path += "." + std::string(amp::mode_name(mode));
+  path += extension;
+  return path;
+}
+
 TransformerOutcome run_transformer_suite(const TransformerPlan& plan, TransformerOps<float>& ops,
-                                         const DeviceInfo& device, const TrainingProgress& progress) {
+                                         const DeviceInfo& device, const TrainingProgress& progress,
+                                         const StartStepProfiler& start_profiler) {
   TransformerOutcome outcome;
   std::optional<MarkovChain> chain;
   std::optional<double> floor;
@@ -307,6 +417,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
   std::optional<std::vector<float>> initial;
   if (!plan.checkpoint_in.empty()) initial = read_checkpoint(plan.checkpoint_in).params;
 
+  bool noted_unprofiled = false;
   for (amp::Mode mode : plan.modes) {
     CaseResult c;
     c.suite = "transformer";
@@ -332,11 +443,16 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     }
     try {
       auto data = make_data(plan, chain);
-      const ModeRun run = train_mode(plan, mode, ops, *data, initial ? &*initial : nullptr, on_cpu(device), progress);
+      const ModeRun run = train_mode(plan, mode, ops, *data, initial ? &*initial : nullptr, on_cpu(device), device,
+                                     start_profiler, progress);
       if (run.interrupted) {
         outcome.interrupted = true;
         return outcome;
       }
+      if (run.profiled && !run.profiled->unprofiled_reason.empty() && !std::exchange(noted_unprofiled, true))
+        progress(fmt::format("mpbench: note: --profile: cannot profile ({}); the run goes on unprofiled "
+                             "(details.profile.status is \"unprofiled\")",
+                             run.profiled->unprofiled_reason));
       fill_metrics(plan, mode, run, device, floor, c);
       if (!plan.checkpoint_out.empty()) write_mode_checkpoint(plan, mode, run, ops, *data, c);
     } catch (const OutOfMemoryError& e) {

@@ -4,6 +4,7 @@
 // the result document (step-time statistics after warm-up, tokens/s, TFLOP/s, MFU, memory, the loss
 // curve, the loss scale, the final loss against fp32's and against the data's entropy floor).
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/result.hpp"
 #include "workloads/config.hpp"
 #include "workloads/ops.hpp"
+#include "workloads/step_profiler.hpp"
 #include "workloads/trainer.hpp"
 
 namespace mpbench::workloads {
@@ -32,7 +34,12 @@ struct TransformerSuiteOptions {
   std::string checkpoint_out;    // write each mode's final weights into checkpoint_out/<mode>/
   std::uint64_t seed = 1;
   bool quick = false;
+  bool profile = false;          // profile a few extra steps per mode (details.profile, breakdown)
+  std::string trace_file;        // Chrome trace of each mode's profiled steps (implies profile)
 };
+
+// Steps profiled per mode after the timed ones (when asked).
+inline constexpr int kProfiledSteps = 3;
 
 // The run after defaults are filled in and everything is checked (UsageError otherwise): what the
 // suite will do, decided before any work.
@@ -43,8 +50,13 @@ struct TransformerPlan {
   std::vector<amp::Mode> modes;
   std::string data_file;
   std::string checkpoint_in, checkpoint_out;
+  int profile_steps = 0;   // extra steps per mode, profiled and left out of the step-time statistics
+  std::string trace_file;  // empty: no trace
   std::string case_name() const;  // e.g. "small_b4_t256"
 };
+
+// Where a mode's trace goes: the mode before the extension ("trace.json" -> "trace.amp-bf16.json").
+std::filesystem::path trace_path_for(const std::string& trace_file, amp::Mode mode);
 
 // Fills defaults and validates. Throws UsageError for a bad value, or for a batch whose training
 // state does not fit in `device`'s memory (naming what it needs and the largest batch that fits).
@@ -60,9 +72,13 @@ struct TransformerOutcome {
 
 // Trains every mode of the plan on `ops`. A mode the ops cannot run is a skipped case with the
 // reason; one that fails (out of memory, a NaN loss without loss scaling) is an error case, and the
-// next mode still runs.
+// next mode still runs. With plan.profile_steps, each mode then runs that many steps under the
+// profiler `start_profiler` gives (details.profile; on a GPU details.breakdown too); when it cannot
+// profile (profiler::CuptiUnavailable) the mode is marked unprofiled with the reason and a note
+// goes to `progress`.
 TransformerOutcome run_transformer_suite(const TransformerPlan& plan, TransformerOps<float>& ops,
-                                         const DeviceInfo& device, const TrainingProgress& progress);
+                                         const DeviceInfo& device, const TrainingProgress& progress,
+                                         const StartStepProfiler& start_profiler = start_step_profiler);
 
 // Adds, to each transformer case, its final loss against the fp32 case's (relative difference).
 void compare_final_losses(std::vector<CaseResult>& cases);

@@ -3,11 +3,14 @@
 #include <signal.h>
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "core/result.hpp"
 #include "run_mpbench.hpp"
+#include "tests/profiler/trace_event_format.hpp"
 
 namespace mpbench::testing {
 namespace {
@@ -91,6 +94,55 @@ TEST_F(CliRun, TransformerTrainsEachModeSideBySide) {
   EXPECT_TRUE(d.cases[1].details.contains("final_loss_vs_fp32"));
   EXPECT_TRUE(std::filesystem::exists(checkpoints / "fp32" / "model.safetensors"));
   EXPECT_TRUE(std::filesystem::exists(checkpoints / "amp-bf16" / "config.json"));
+}
+
+TEST_F(CliRun, ProfileWritesATracePerModeAndMeasuresTheOverhead) {
+  const auto out = folder_ / "r.json";
+  const Invocation r = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "4",
+                                    "--precision", "fp32,amp-bf16", "--profile", "--trace",
+                                    (folder_ / "trace.json").string(), "--out", out.string()}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const ResultDocument d = load_result(out);
+  ASSERT_EQ(d.cases.size(), 2u);
+  EXPECT_EQ(d.run["profile"]["steps_per_mode"], 3);
+  for (const auto& c : d.cases) {
+    ASSERT_EQ(c.status, CaseStatus::ok) << c.message;
+    const auto& profile = c.details["profile"];
+    EXPECT_EQ(profile["status"], "profiled") << profile;
+    EXPECT_TRUE(profile["overhead"].is_number()) << profile;
+    EXPECT_EQ(c.seconds->values.size(), 3u) << "the profiled steps stay out of the step-time statistics";
+    const auto trace_path = folder_ / ("trace." + c.precision + ".json");
+    EXPECT_EQ(profile["trace"], trace_path.string());
+    const auto trace = nlohmann::json::parse(read_all(trace_path));
+    expect_trace_event_format(trace);
+    // The host op ranges of the 3 profiled steps, on their own track: every op of a step, 3 times.
+    std::map<std::string, int> ranges;
+    std::set<std::int64_t> tracks;
+    for (const auto& e : trace["traceEvents"])
+      if (e["ph"] == "X" && e["cat"] == "user_annotation") {
+        ++ranges[e["name"].get<std::string>()];
+        tracks.insert(e["tid"].get<std::int64_t>());
+      }
+    EXPECT_EQ(tracks.size(), 1u);
+    int total = 0;
+    for (const auto& [name, count] : ranges) total += count;
+    EXPECT_EQ(total, 3 * profile["ranges_per_step"].get<int>());
+    for (const char* op : {"inputs forward", "embedding forward", "c_fc L0 forward", "c_fc L1 forward", "lm_head forward",
+                           "cross_entropy backward", "c_attn L0 backward", "attention L1 backward", "global_norm optimizer",
+                           "adamw optimizer", "zero_grad optimizer"})
+      EXPECT_EQ(ranges[op], 3) << op;
+  }
+}
+
+TEST_F(CliRun, TraceIntoAMissingFolderFailsBeforeAnyWork) {
+  const auto out = folder_ / "r.json";
+  const Invocation r = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "4",
+                                    "--trace", (folder_ / "nowhere" / "trace.json").string(), "--out", out.string()},
+                                   folder_);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("step 1/"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST_F(CliRun, CtrlCKeepsTheFinishedCases) {

@@ -290,9 +290,7 @@ void CudaTransformerOps::round_to(float* x, std::size_t n, num::Format format) {
 }
 
 void CudaTransformerOps::begin_op(std::string_view op, int layer, Phase phase) {
-  const std::string name = layer < 0 ? fmt::format("{} {}", op, phase_name(phase))
-                                     : fmt::format("{} L{} {}", op, layer, phase_name(phase));
-  nvtxRangePushA(name.c_str());
+  nvtxRangePushA(op_range_name(op, layer, phase).c_str());
 }
 
 void CudaTransformerOps::end_op() { nvtxRangePop(); }

@@ -1,0 +1,42 @@
+#pragma once
+// The recording of a few profiled training steps: every op range the model and trainer run (it
+// listens to the ops, see OpRangeListener), with its timestamps, and on a GPU the CUPTI activity
+// under them, each range pushing an external correlation id so that every kernel, memcpy and
+// memset it launches (cuBLAS's included) is tied to its op, layer and phase.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/backend.hpp"
+#include "profiler/activity.hpp"
+#include "workloads/ops.hpp"
+
+namespace mpbench::workloads {
+
+class StepProfiler : public OpRangeListener {
+ public:
+  // Ends the recording and returns it: the op ranges, and on a GPU the activity records. Work the
+  // ops queued is finished first.
+  virtual profiler::Trace finish() = 0;
+  // Whether the trace holds GPU activity (kernels, copies) for a breakdown.
+  virtual bool records_gpu_activity() const = 0;
+  // What recorded the trace, for the result document.
+  virtual std::string source() const = 0;
+};
+
+// Op ranges timed on the host's steady clock, for ops that run synchronously on the host.
+std::unique_ptr<StepProfiler> host_step_profiler();
+// A CUPTI collector around the steps; op ranges are timed on CUPTI's clock. `ops` is synchronized
+// before the collector stops. Throws profiler::CuptiUnavailable when CUPTI cannot collect.
+std::unique_ptr<StepProfiler> cupti_step_profiler(OpsMemory& ops);
+
+// Starts the profiler a run on `device` uses: CUPTI on a GPU, the host clock on the CPU.
+using StartStepProfiler = std::function<std::unique_ptr<StepProfiler>(const DeviceInfo& device, OpsMemory& ops)>;
+std::unique_ptr<StepProfiler> start_step_profiler(const DeviceInfo& device, OpsMemory& ops);
+
+// A range name (op_range_name) without its layer ("c_fc forward"): ops summed over layers, as breakdowns key them.
+std::string op_key_of_range(std::string_view range_name);
+
+}  // namespace mpbench::workloads
