@@ -2,14 +2,18 @@
 # The one device script: on a bare GPU machine (CUDA driver and toolkit, CMake, ninja, PyTorch; no
 # network, no Debian development packages) it unpacks the build made beforehand with
 # scripts/device/pack.sh (or packs ./build if that exists), runs every test binary (GPU tests
-# included), runs `mpbench run --suite all --quick` on the GPU, measures PyTorch's matmul and copy
-# for the targets, and writes into OUTDIR (at most 8 files):
-#   check.log  env.json  tests.txt  result-quick.json  torch.json  summary.txt
+# included), runs the microbenchmark suites (--quick) and gpt2-124m training in every mode on the
+# GPU, measures PyTorch's matmul, copy and GPT-2 training step for the targets, and writes into
+# OUTDIR (at most 8 files):
+#   check.log  env.json  tests.txt  result-quick.json  result-transformer.json  torch.json
+#   torch-gpt2.json  summary.txt
 # ending with a short table. A failing step is reported and the next one still runs.
 # Usage: scripts/device/check.sh OUTDIR
 #   MPBENCH_CHECK_DEVICE=cpu   run the suites on the CPU (a dry run on a machine without a GPU)
 #   MPBENCH_CHECK_FILTER=RE    only the cases matching RE (default: all of --quick)
 #   MPBENCH_CHECK_TESTS="a b"  only these test binaries (default: all)
+#   MPBENCH_CHECK_TRAINING="--config tiny --steps 4"  the transformer run's options
+#                              (default: --config gpt2-124m --steps 12)
 set -uo pipefail
 out=${1:?usage: scripts/device/check.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -72,15 +76,25 @@ for t in $tests; do
 done
 grep -E "exit|PASSED|FAILED  \]" "$out/tests.txt"
 
-step "mpbench run --suite all --quick --device $device"
-timeout 420 "$MPBENCH_BIN" run --suite all --quick --device "$device" ${MPBENCH_CHECK_FILTER:+--filter "$MPBENCH_CHECK_FILTER"} \
-  --out "$out/result-quick.json" || fail "mpbench run (exit $?)"
+step "mpbench run --suite gemm,bandwidth,cast --quick --device $device"
+timeout 300 "$MPBENCH_BIN" run --suite gemm,bandwidth,cast --quick --device "$device" \
+  ${MPBENCH_CHECK_FILTER:+--filter "$MPBENCH_CHECK_FILTER"} --out "$out/result-quick.json" || fail "mpbench run (exit $?)"
+training=${MPBENCH_CHECK_TRAINING:---config gpt2-124m --steps 12}
+step "mpbench run --suite transformer $training --device $device"
+# shellcheck disable=SC2086  # the options are meant to split
+timeout 300 "$MPBENCH_BIN" run --suite transformer $training --device "$device" --out "$out/result-transformer.json" ||
+  fail "mpbench run --suite transformer (exit $?)"
 
 step "PyTorch baseline (same machine, same call)"
 LD_LIBRARY_PATH=$original_ld_path timeout 180 python3 "$repo/scripts/device/torch_baseline.py" --out "$out/torch.json" ||
   echo "check: PyTorch baseline not measured"
+if [[ $device == cuda ]]; then
+  LD_LIBRARY_PATH=$original_ld_path timeout 180 python3 "$repo/scripts/device/torch_gpt2_baseline.py" --mode amp-bf16 \
+    --out "$out/torch-gpt2.json" || echo "check: PyTorch GPT-2 baseline not measured"
+fi
 
 step "summary"
 python3 "$repo/scripts/device/summarize.py" --result "$out/result-quick.json" --torch "$out/torch.json" \
+  --transformer "$out/result-transformer.json" --torch-gpt2 "$out/torch-gpt2.json" \
   --tests "$out/tests.txt" | tee "$out/summary.txt"
 exit $status

@@ -70,11 +70,44 @@ def largest(cases, kernel, precision="fp32"):
     return max(chosen, key=lambda c: c["params"].get("elements", 0)) if chosen else None
 
 
+def transformer_rows(doc, torch_gpt2):
+    """The training targets: bf16 tokens/s >= 1.3x PyTorch eager bf16 autocast, MFU >= 40%, and the
+    amp modes' final loss within 2% of fp32's."""
+    if doc is None:
+        return ["transformer: no result document"]
+    rows = []
+    cases = {c["precision"]: c for c in doc["cases"] if c["suite"] == "transformer"}
+    for mode, c in cases.items():
+        if c["status"] != "ok":
+            rows.append(f"transformer {c['name']} {mode:<9} {c['status']}: {c['message']}")
+            continue
+        mfu = c["rates"].get("mfu")
+        rows.append(f"transformer {c['name']} {mode:<9} {c['metrics']['seconds']['median'] * 1e3:8.1f} ms/step "
+                    f"{c['rates']['tokens_per_s']:10.0f} tok/s  MFU {'-' if mfu is None else f'{100 * mfu:.1f}%'}  "
+                    f"final loss {c['details'].get('final_loss')}")
+    bf16 = cases.get("bf16")
+    ours = bf16["rates"]["tokens_per_s"] if bf16 and bf16["status"] == "ok" else None
+    theirs = (torch_gpt2 or {}).get("tokens_per_s")
+    rows.append(f"transformer bf16 tokens/s vs PyTorch eager bf16 autocast: {'-' if ours is None else round(ours)} vs "
+                f"{'-' if theirs is None else round(theirs)}  {verdict(ours / theirs / 1.3 if ours and theirs else None, 1.0)}"
+                f" (target 1.3x)")
+    mfu = bf16["rates"].get("mfu") if ours else None
+    rows.append(f"transformer bf16 MFU: {verdict(None if mfu is None else mfu / 0.40, 1.0)} (target 40%)")
+    for mode in ("amp-fp16", "amp-bf16"):
+        c = cases.get(mode)
+        gap = c["details"].get("final_loss_vs_fp32") if c and c["status"] == "ok" else None
+        rows.append(f"transformer {mode} final loss vs fp32: "
+                    f"{'not measured' if gap is None else ('PASS' if abs(gap) <= 0.02 else 'FAIL') + f' ({100 * gap:+.2f}%, target within 2%)'}")
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--result")
     parser.add_argument("--torch")
     parser.add_argument("--tests")
+    parser.add_argument("--transformer")
+    parser.add_argument("--torch-gpt2")
     args = parser.parse_args()
     doc, torch = load(args.result), load(args.torch)
 
@@ -112,6 +145,7 @@ def main():
         pct = c["rates"].get("pct_of_copy")
         print(f"cast {c['params']['kernel']:<24} {c['rates']['gbps']:8.1f} GB/s  "
               f"{verdict(None if pct is None else pct / 100, 0.85)}")
+    print("\n".join(transformer_rows(load(args.transformer), load(args.torch_gpt2))))
     return 0
 
 

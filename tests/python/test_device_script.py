@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not BUILD.exists(), reason=f"mpbench is not buil
 
 def test_check_script_dry_run_on_the_cpu(tmp_path):
     env = dict(os.environ, MPBENCH_CHECK_DEVICE="cpu", MPBENCH_CHECK_FILTER=r"square_512/|memcpy/|/copy/|f32_to_bf16/",
-               MPBENCH_CHECK_TESTS="test_core test_backends")
+               MPBENCH_CHECK_TESTS="test_core test_backends", MPBENCH_CHECK_TRAINING="--config tiny --steps 4")
     env.pop("MPBENCH_BIN", None)
     done = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "check.sh"), str(tmp_path)],
                           env=env, capture_output=True, text=True, timeout=900)
@@ -29,5 +29,8 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
     summary = (tmp_path / "summary.txt").read_text()
     assert "test_backends" in summary and "== targets" in summary
     assert "copy kernel vs cudaMemcpy" in summary
+    assert "transformer tiny_b4_t16 fp32" in summary and "final loss vs fp32" in summary
+    training = json.loads((tmp_path / "result-transformer.json").read_text())
+    assert [c["precision"] for c in training["cases"]] == ["fp32", "tf32", "amp-fp16", "amp-bf16", "bf16"]
     tests = (tmp_path / "tests.txt").read_text()
     assert "exit 0" in tests and "FAILED" not in tests

@@ -21,14 +21,14 @@ def document(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "result.json"
     subprocess.run([str(BINARY), "run", "--suite", "all", "--device", "cpu", "--quick",
                     "--filter", r"square_512/|align_1023/|memcpy/|triad/|copy/|f32_to_bf16/|e4m3",
-                    "--out", str(out)], check=True, capture_output=True, text=True)
+                    "--config", "tiny", "--steps", "4", "--out", str(out)], check=True, capture_output=True, text=True)
     return json.loads(out.read_text())
 
 
 def test_real_run_validates(document):
     jsonschema.validate(document, SCHEMA)
     suites = {c["suite"] for c in document["cases"]}
-    assert suites == {"gemm", "bandwidth", "cast"}
+    assert suites == {"gemm", "bandwidth", "cast", "transformer"}
 
 
 def test_real_run_has_skips_with_reasons_and_speedups(document):
@@ -36,6 +36,7 @@ def test_real_run_has_skips_with_reasons_and_speedups(document):
     assert skipped and all(c["message"] for c in skipped)
     assert any(s["suite"] == "gemm" and s["precision"] == "bf16" for s in document["speedups"])
     assert any(s["suite"] == "bandwidth" and s["precision"] == "fp16" for s in document["speedups"])
+    assert any(s["suite"] == "transformer" and s["precision"] == "amp-bf16" for s in document["speedups"])
 
 
 def test_every_ok_case_has_several_samples(document):
