@@ -1,0 +1,65 @@
+// A profiled training step of the tiny model on the GPU: CUPTI records its kernels and every one
+// is attributed to an op range through the external correlation ids the ranges push. Skipped, with
+// the reason, where no GPU is usable or CUPTI cannot collect (another profiler, no permission).
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "backends/cuda/cuda_backend.hpp"
+#include "core/error.hpp"
+#include "profiler/attribute.hpp"
+#include "profiler/breakdown.hpp"
+#include "profiler/cupti_collector.hpp"
+#include "workloads/config.hpp"
+#include "workloads/cuda/cuda_ops.hpp"
+#include "workloads/data.hpp"
+#include "workloads/step_profiler.hpp"
+#include "workloads/trainer.hpp"
+
+namespace mpbench::workloads {
+namespace {
+
+TEST(CudaProfile, EveryKernelOfATinyStepIsAttributedToAnOp) {
+  if (const auto why = cuda::unavailable_reason()) GTEST_SKIP() << "no usable GPU: " << *why;
+  std::unique_ptr<CudaTransformerOps> ops;
+  try {
+    ops = std::make_unique<CudaTransformerOps>(0);
+  } catch (const UsageError& e) {
+    GTEST_SKIP() << "no usable GPU: " << e.what();
+  }
+  const GptConfig config = config_by_name("tiny");
+  TrainOptions options;
+  options.batch = 4;
+  options.seq_len = 16;
+  options.steps = 3;
+  Trainer trainer(config, options, *ops, amp::Mode::amp_bf16);
+  MarkovTokenStream data(MarkovChain::random(config.vocab, 3, 1), 2);
+  trainer.step(data);  // warm-up: module loads and cuBLASLt heuristics stay out of the trace
+  std::unique_ptr<StepProfiler> recorder;
+  try {
+    recorder = cupti_step_profiler(*ops);
+  } catch (const profiler::CuptiUnavailable& e) {
+    GTEST_SKIP() << "CUPTI cannot collect here: " << e.what();
+  }
+  ops->listen_to_ops(recorder.get());
+  trainer.step(data);
+  ops->listen_to_ops(nullptr);
+  const profiler::Trace trace = recorder->finish();
+
+  ASSERT_GT(trace.kernels.size(), 0u);
+  EXPECT_GT(trace.ranges.size(), 0u);
+  EXPECT_GT(trace.external_correlations.size(), 0u);
+  const auto attributions = profiler::attribute_kernels(trace);
+  for (std::size_t i = 0; i < trace.kernels.size(); ++i)
+    EXPECT_TRUE(attributions.per_kernel[i].range) << "kernel not attributed to an op: " << trace.kernels[i].name;
+  const profiler::Breakdown b = profiler::compute_breakdown(trace);
+  double gpu_s = 0;
+  for (const auto& [category, seconds] : b.categories) gpu_s += seconds;
+  ASSERT_GT(gpu_s, 0);
+  EXPECT_LT(b.unattributed_s, 0.01 * gpu_s) << "unattributed GPU time (kernels and copies) above 1%";
+  EXPECT_TRUE(b.ops.contains("c_fc L0 forward"));
+  EXPECT_TRUE(b.ops.contains("adamw optimizer"));
+}
+
+}  // namespace
+}  // namespace mpbench::workloads
