@@ -80,6 +80,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--trace", t.trace_file,
                   "write each mode's profiled steps as a Chrome trace (Perfetto UI, chrome://tracing) to FILE with the "
                   "mode before the extension, e.g. trace.amp-bf16.json; implies --profile")
+      ->option_text("FILE")
       ->group(profiling);
   cmd->allow_extras();
   cmd->footer(
