@@ -5,8 +5,9 @@
 # included), runs the microbenchmark suites (--quick) and gpt2-124m training in every mode on the
 # GPU, measures PyTorch's matmul, copy and GPT-2 training step for the targets, and writes into
 # OUTDIR (at most 8 files):
-#   check.log  env.json  tests.txt  result-quick.json  result-transformer.json  torch.json
-#   torch-gpt2.json  summary.txt
+#   check.log  tests.txt  result-quick.json  result-transformer.json  result-profile.json
+#   torch.json  torch-gpt2.json  summary.txt
+# (the environment is in every result document and in check.log)
 # ending with a short table. A failing step is reported and the next one still runs.
 # Usage: scripts/device/check.sh OUTDIR
 #   MPBENCH_CHECK_DEVICE=cpu   run the suites on the CPU (a dry run on a machine without a GPU)
@@ -60,8 +61,7 @@ step "GPU"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit --format=csv 2>&1 || echo "nvidia-smi: not available"
 
 step "mpbench env"
-"$MPBENCH_BIN" env --json > "$out/env.json" || fail "mpbench env"
-"$MPBENCH_BIN" env || true
+"$MPBENCH_BIN" env || fail "mpbench env"
 
 step "tests"
 : > "$out/tests.txt"
@@ -84,6 +84,11 @@ step "mpbench run --suite transformer $training --device $device"
 # shellcheck disable=SC2086  # the options are meant to split
 timeout 300 "$MPBENCH_BIN" run --suite transformer $training --device "$device" --out "$out/result-transformer.json" ||
   fail "mpbench run --suite transformer (exit $?)"
+# Profiling apart, so that a CUPTI failure cannot cost the training results above.
+step "mpbench run --suite transformer $training --precision fp32,amp-bf16 --profile --device $device"
+# shellcheck disable=SC2086
+timeout 240 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,amp-bf16 --profile --device "$device" \
+  --out "$out/result-profile.json" || fail "mpbench run --suite transformer --profile (exit $?)"
 
 step "PyTorch baseline (same machine, same call)"
 LD_LIBRARY_PATH=$original_ld_path timeout 180 python3 "$repo/scripts/device/torch_baseline.py" --out "$out/torch.json" ||
@@ -95,6 +100,6 @@ fi
 
 step "summary"
 python3 "$repo/scripts/device/summarize.py" --result "$out/result-quick.json" --torch "$out/torch.json" \
-  --transformer "$out/result-transformer.json" --torch-gpt2 "$out/torch-gpt2.json" \
+  --transformer "$out/result-transformer.json" --torch-gpt2 "$out/torch-gpt2.json" --profile "$out/result-profile.json" \
   --tests "$out/tests.txt" | tee "$out/summary.txt"
 exit $status

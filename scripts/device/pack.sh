@@ -14,7 +14,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 binaries=("$build/cli/mpbench")
-while IFS= read -r t; do binaries+=("$t"); done < <(find "$build/tests" -maxdepth 2 -type f -name 'test_*' -perm -u+x)
+while IFS= read -r t; do binaries+=("$t"); done < <(find "$build/tests" -maxdepth 3 -type f -name 'test_*' -perm -u+x)
 cp "${binaries[@]}" "$stage/bin/"
 
 # Shared libraries to bring: everything ldd resolves except the C library family, the C++ runtime

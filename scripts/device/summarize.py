@@ -101,6 +101,30 @@ def transformer_rows(doc, torch_gpt2):
     return rows
 
 
+def profile_rows(doc):
+    """The profiler targets: overhead under 5% of step time, unattributed time under 1%."""
+    if doc is None:
+        return ["profile: no result document"]
+    rows = []
+    for c in doc["cases"]:
+        if c["suite"] != "transformer" or c["status"] != "ok":
+            continue
+        profile = c["details"].get("profile", {})
+        if profile.get("status") != "profiled":
+            rows.append(f"profile {c['name']} {c['precision']}: {profile.get('status')} ({profile.get('reason')})")
+            continue
+        overhead = profile.get("overhead")
+        breakdown = c["details"].get("breakdown", {})
+        total = sum(v for v in breakdown.get("categories", {}).values() if isinstance(v, (int, float)))
+        unattributed = breakdown.get("unattributed_s")
+        share = unattributed / total if unattributed is not None and total > 0 else None
+        rows.append(f"profile {c['name']} {c['precision']}: overhead "
+                    f"{verdict(None if overhead is None else 0.05 / max(overhead, 1e-9), 1.0)} "
+                    f"({'-' if overhead is None else f'{100 * overhead:.1f}%'}, target < 5%); unattributed "
+                    f"{'-' if share is None else f'{100 * share:.2f}%'} (target < 1%)")
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--result")
@@ -108,6 +132,7 @@ def main():
     parser.add_argument("--tests")
     parser.add_argument("--transformer")
     parser.add_argument("--torch-gpt2")
+    parser.add_argument("--profile")
     args = parser.parse_args()
     doc, torch = load(args.result), load(args.torch)
 
@@ -146,6 +171,7 @@ def main():
         print(f"cast {c['params']['kernel']:<24} {c['rates']['gbps']:8.1f} GB/s  "
               f"{verdict(None if pct is None else pct / 100, 0.85)}")
     print("\n".join(transformer_rows(load(args.transformer), load(args.torch_gpt2))))
+    print("\n".join(profile_rows(load(args.profile))))
     return 0
 
 

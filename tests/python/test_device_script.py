@@ -22,7 +22,7 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     produced = sorted(p.name for p in tmp_path.iterdir())
-    assert {"check.log", "env.json", "tests.txt", "result-quick.json", "summary.txt"} <= set(produced)
+    assert {"check.log", "tests.txt", "result-quick.json", "result-transformer.json", "result-profile.json", "summary.txt"} <= set(produced)
     assert len(produced) <= 8  # what the device tool brings back
     result = json.loads((tmp_path / "result-quick.json").read_text())
     assert any(c["status"] == "ok" for c in result["cases"])
@@ -30,6 +30,9 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
     assert "test_backends" in summary and "== targets" in summary
     assert "copy kernel vs cudaMemcpy" in summary
     assert "transformer tiny_b4_t16 fp32" in summary and "final loss vs fp32" in summary
+    assert "profile tiny_b4_t16 amp-bf16: overhead" in summary
+    profiled = json.loads((tmp_path / "result-profile.json").read_text())
+    assert all(c["details"]["profile"]["status"] == "profiled" for c in profiled["cases"])
     training = json.loads((tmp_path / "result-transformer.json").read_text())
     assert [c["precision"] for c in training["cases"]] == ["fp32", "tf32", "amp-fp16", "amp-bf16", "bf16"]
     tests = (tmp_path / "tests.txt").read_text()
