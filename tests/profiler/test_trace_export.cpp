@@ -7,11 +7,11 @@
 #include <unistd.h>
 #include <fstream>
 #include <map>
-#include <set>
 
 #include "core/error.hpp"
 #include "profiler/trace_export.hpp"
 #include "records.hpp"
+#include "tests/profiler/trace_event_format.hpp"
 
 namespace mpbench::profiler {
 namespace {
@@ -49,30 +49,7 @@ const json& event_named(const json& trace, const std::string& name) {
 }
 
 TEST(ChromeTrace, EveryEventHasTheFieldsItsPhaseRequires) {
-  const json trace = chrome_trace(small_trace());
-  ASSERT_TRUE(trace["traceEvents"].is_array());
-  EXPECT_TRUE(trace["displayTimeUnit"] == "ms" || trace["displayTimeUnit"] == "ns");
-  const std::set<std::string> phases{"X", "M", "s", "f"};
-  for (const auto& e : trace["traceEvents"]) {
-    ASSERT_TRUE(e["ph"].is_string()) << e;
-    EXPECT_TRUE(phases.contains(e["ph"].get<std::string>())) << e;
-    EXPECT_TRUE(e["name"].is_string()) << e;
-    EXPECT_TRUE(e["pid"].is_number_integer()) << e;
-    EXPECT_TRUE(e["tid"].is_number_integer()) << e;
-    if (e["ph"] == "M") {
-      EXPECT_TRUE(e["args"]["name"].is_string()) << e;
-      continue;
-    }
-    EXPECT_TRUE(e["ts"].is_number()) << e;
-    EXPECT_GE(e["ts"].get<double>(), 0) << e;
-    EXPECT_TRUE(e["cat"].is_string()) << e;
-    if (e["ph"] == "X") {
-      EXPECT_TRUE(e["dur"].is_number()) << e;
-      EXPECT_GE(e["dur"].get<double>(), 0) << e;
-    } else {
-      EXPECT_TRUE(e.contains("id")) << e;
-    }
-  }
+  mpbench::testing::expect_trace_event_format(chrome_trace(small_trace()));
 }
 
 TEST(ChromeTrace, TimesAreMicrosecondsFromTheFirstTimestamp) {
