@@ -144,6 +144,31 @@ TEST(PrecisionModes, MemoryEstimateIsWhatTheTrainerAllocates) {
   }
 }
 
+TEST(PrecisionModes, ANonFiniteLossStopsFp32ButOnlySkipsAStepUnderLossScaling) {
+  const GptConfig config = config_by_name("tiny");
+  const MarkovChain chain = MarkovChain::random(config.vocab, 3, 11);
+  ReferenceOps<float> ops;
+  for (amp::Mode mode : {amp::Mode::fp32, amp::Mode::amp_fp16}) {
+    MarkovTokenStream data(chain, 1);
+    Trainer trainer(config, tiny_options(3), ops, mode);
+    std::vector<float> weights = trainer.model().download_params();
+    weights[trainer.model().tensor("ln_f.weight").offset] = NAN;
+    trainer.load_params(weights);
+    if (mode == amp::Mode::fp32) {
+      try {
+        trainer.step(data);
+        FAIL() << "a NaN loss in fp32 must stop training";
+      } catch (const BackendError& e) {
+        EXPECT_NE(std::string(e.what()).find("fp32 training diverged"), std::string::npos) << e.what();
+      }
+    } else {
+      const StepRecord r = trainer.step(data);
+      EXPECT_TRUE(r.skipped);
+      EXPECT_EQ(trainer.scaler().skipped_steps, 1);
+    }
+  }
+}
+
 TEST(PrecisionModes, Fp8IsRefusedWithAReason) {
   ReferenceOps<float> ops;
   const auto reason = unsupported_mode(ops, amp::Mode::fp8);
