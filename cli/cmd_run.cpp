@@ -63,6 +63,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--attention", t.attention, "attention kernels: unfused (batched GEMMs + softmax; fused cuDNN attention is not implemented yet)")
       ->check(CLI::IsMember({"unfused"}))->capture_default_str()->group(training);
+  cmd->add_option("--tensor-cores", t.tensor_cores,
+                  "counterfactual (GPU only): on; off forces every GEMM onto CUDA-core algorithms; batched-off only "
+                  "attention's batched GEMMs (as fp16 batched GEMMs ran before CUDA 9.1). Cases get a _tc-off or "
+                  "_tc-batched-off suffix")
+      ->check(CLI::IsMember({"on", "off", "batched-off"}))->capture_default_str()->group(training);
   cmd->add_option("--data", t.data_file, "file of little-endian uint16 token ids to train on (default: a synthetic Markov chain with a known entropy floor)")
       ->group(training);
   cmd->add_option("--checkpoint-in", t.checkpoint_in, "start every mode from the weights in this checkpoint directory")->group(training);

@@ -193,7 +193,7 @@ int run_benchmarks(const RunOptions& options) {
     outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, print_progress);
   for (const Suite* s : suites) s->finalize(outcome.cases);
   if (plan && !outcome.interrupted) {
-    const auto ops = make_transformer_ops(backend);
+    const auto ops = make_transformer_ops(backend, plan->tensor_cores);
     auto trained = workloads::run_transformer_suite(*plan, *ops, backend.device(), print_line);
     for (auto& c : trained.cases) outcome.cases.push_back(std::move(c));
     outcome.interrupted = trained.interrupted;

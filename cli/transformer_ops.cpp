@@ -1,5 +1,7 @@
 #include "cli/transformer_ops.hpp"
 
+#include "core/error.hpp"
+
 #include "workloads/cpu/cpu_ops.hpp"
 #if MPBENCH_HAVE_CUDA
 #include "workloads/cuda/cuda_ops.hpp"
@@ -7,10 +9,17 @@
 
 namespace mpbench::cli {
 
-std::unique_ptr<workloads::TransformerOps<float>> make_transformer_ops(const Backend& backend) {
+std::unique_ptr<workloads::TransformerOps<float>> make_transformer_ops(const Backend& backend,
+                                                                      workloads::TensorCorePolicy tensor_cores) {
 #if MPBENCH_HAVE_CUDA
-  if (backend.device().backend == "cuda") return std::make_unique<workloads::CudaTransformerOps>(backend.device().index);
+  if (backend.device().backend == "cuda") {
+    auto ops = std::make_unique<workloads::CudaTransformerOps>(backend.device().index);
+    ops->set_tensor_core_policy(tensor_cores);
+    return ops;
+  }
 #endif
+  if (tensor_cores != workloads::TensorCorePolicy::on)
+    throw UsageError("Tensor Cores are a GPU feature: use --cpu-isa for the CPU counterfactual");
   return std::make_unique<workloads::CpuTransformerOps>();
 }
 

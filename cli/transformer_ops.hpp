@@ -1,6 +1,6 @@
 #pragma once
-// The TransformerOps implementation for the backend a run chose: CUDA ops on a GPU, oneDNN ops on
-// the CPU.
+// The TransformerOps implementation for the backend a run chose: CUDA ops on a GPU, set to the
+// Tensor Core policy; oneDNN ops on the CPU, which take only TensorCorePolicy::on (UsageError).
 #include <memory>
 
 #include "core/backend.hpp"
@@ -8,6 +8,7 @@
 
 namespace mpbench::cli {
 
-std::unique_ptr<workloads::TransformerOps<float>> make_transformer_ops(const Backend& backend);
+std::unique_ptr<workloads::TransformerOps<float>> make_transformer_ops(const Backend& backend,
+                                                                      workloads::TensorCorePolicy tensor_cores);
 
 }  // namespace mpbench::cli

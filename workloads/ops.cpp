@@ -18,6 +18,21 @@ std::string_view phase_name(Phase phase) {
   return "unknown";
 }
 
+std::string_view tensor_core_policy_name(TensorCorePolicy policy) {
+  switch (policy) {
+    case TensorCorePolicy::on: return "on";
+    case TensorCorePolicy::off: return "off";
+    case TensorCorePolicy::batched_off: return "batched-off";
+  }
+  return "unknown";
+}
+
+TensorCorePolicy parse_tensor_core_policy(std::string_view name) {
+  for (TensorCorePolicy policy : {TensorCorePolicy::on, TensorCorePolicy::off, TensorCorePolicy::batched_off})
+    if (tensor_core_policy_name(policy) == name) return policy;
+  throw UsageError("unknown Tensor Core policy '" + std::string(name) + "': use on, off or batched-off");
+}
+
 std::string op_range_name(std::string_view op, int layer, Phase phase) {
   std::string name(op);
   if (layer >= 0) name += " L" + std::to_string(layer);

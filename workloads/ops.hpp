@@ -116,6 +116,14 @@ struct MatmulPrecision {
   num::Format output = num::Format::fp32;
 };
 
+// Which GEMMs may run on Tensor Cores: a GPU counterfactual (`mpbench run --tensor-cores`). on: the
+// library's choice; off: every GEMM on CUDA-core algorithms; batched_off: only attention's batched
+// GEMMs on CUDA cores (as fp16 batched GEMMs ran before CUDA 9.1), the others as with on.
+enum class TensorCorePolicy { on, off, batched_off };
+std::string_view tensor_core_policy_name(TensorCorePolicy policy);  // "on", "off", "batched-off"
+// The policy of that name; UsageError for any other.
+TensorCorePolicy parse_tensor_core_policy(std::string_view name);
+
 // The part of a training step an op belongs to (the profiler attributes kernels by it).
 enum class Phase { forward, backward, optimizer, scaler };
 std::string_view phase_name(Phase phase);

@@ -348,6 +348,7 @@ std::string TransformerPlan::case_name() const {
   std::string name = fmt::format("{}_b{}_t{}", config.name, train.batch, train.seq_len);
   if (train.micro_batches > 1) name += fmt::format("_x{}", train.micro_batches);
   if (config.vocab_pad != 64) name += fmt::format("_pad{}", config.vocab_pad);
+  if (tensor_cores != TensorCorePolicy::on) name += fmt::format("_tc-{}", tensor_core_policy_name(tensor_cores));
   return name;
 }
 
@@ -391,6 +392,12 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
   plan.checkpoint_out = options.checkpoint_out;
   plan.trace_file = options.trace_file;
   plan.profile_steps = options.profile || !options.trace_file.empty() ? kProfiledSteps : 0;
+  plan.tensor_cores = parse_tensor_core_policy(options.tensor_cores);
+  if (plan.tensor_cores != TensorCorePolicy::on && on_cpu(device)) {
+    throw UsageError(fmt::format("--tensor-cores {} on {}: Tensor Cores are a GPU feature: use --cpu-isa for the "
+                                 "CPU counterfactual",
+                                 options.tensor_cores, device.name));
+  }
   check_memory(plan, device);
   return plan;
 }
@@ -430,7 +437,8 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
                 {"tokens_per_step", plan.train.batch * plan.train.seq_len * plan.train.micro_batches},
                 {"data", plan.data_file.empty() ? nlohmann::json{{"kind", "markov"}, {"successors", kMarkovSuccessors}}
                                                 : nlohmann::json{{"kind", "file"}, {"path", plan.data_file}}},
-                {"attention", "unfused"}};
+                {"attention", "unfused"},
+                {"tensor_cores", tensor_core_policy_name(plan.tensor_cores)}};
     if (!plan.checkpoint_in.empty()) c.params["checkpoint_in"] = plan.checkpoint_in;
     c.details["implementation"] = ops.implementation();
     c.details["policy"] = std::string(amp::policy(mode).summary);

@@ -29,6 +29,7 @@ struct TransformerSuiteOptions {
   int micro_batches = 1;
   std::vector<amp::Mode> modes;  // empty: fp32, tf32, amp-fp16, amp-bf16, bf16
   std::string attention = "unfused";  // the only attention implemented so far
+  std::string tensor_cores = "on";    // on, off or batched-off (TensorCorePolicy); a GPU counterfactual
   std::string data_file;         // uint16 tokens; empty: the synthetic Markov chain
   std::string checkpoint_in;     // start from these weights
   std::string checkpoint_out;    // write each mode's final weights into checkpoint_out/<mode>/
@@ -52,14 +53,18 @@ struct TransformerPlan {
   std::string checkpoint_in, checkpoint_out;
   int profile_steps = 0;   // extra steps per mode, profiled and left out of the step-time statistics
   std::string trace_file;  // empty: no trace
-  std::string case_name() const;  // e.g. "small_b4_t256"
+  // Which GEMMs the ops may run on Tensor Cores; the ops are set to it by whoever makes them.
+  TensorCorePolicy tensor_cores = TensorCorePolicy::on;
+  // e.g. "small_b4_t256", with "_tc-off" or "_tc-batched-off" unless Tensor Cores are on.
+  std::string case_name() const;
 };
 
 // Where a mode's trace goes: the mode before the extension ("trace.json" -> "trace.amp-bf16.json").
 std::filesystem::path trace_path_for(const std::string& trace_file, amp::Mode mode);
 
-// Fills defaults and validates. Throws UsageError for a bad value, or for a batch whose training
-// state does not fit in `device`'s memory (naming what it needs and the largest batch that fits).
+// Fills defaults and validates. Throws UsageError for a bad value (a Tensor Core policy other than
+// on for a CPU among them), or for a batch whose training state does not fit in `device`'s memory
+// (naming what it needs and the largest batch that fits).
 TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, const DeviceInfo& device);
 
 // One line per reported step, on stderr by the caller.

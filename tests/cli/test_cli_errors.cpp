@@ -66,6 +66,8 @@ const BadInput kBadInputs[] = {
     {"missing_data_file", {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--data", "/nonexistent/tokens.bin"}, "/nonexistent/tokens.bin"},
     {"missing_checkpoint", {"run", "--suite", "transformer", "--device", "cpu", "--checkpoint-in", "/nonexistent/ckpt"}, "/nonexistent/ckpt"},
     {"fused_attention", {"run", "--suite", "transformer", "--device", "cpu", "--attention", "fused"}, "--attention"},
+    {"tensor_cores_on_the_cpu", {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--tensor-cores", "off"}, "use --cpu-isa"},
+    {"unknown_tensor_core_policy", {"run", "--suite", "transformer", "--device", "cpu", "--tensor-cores", "sometimes"}, "--tensor-cores"},
     {"zero_steps", {"run", "--suite", "transformer", "--device", "cpu", "--steps", "0"}, "--steps"},
 };
 

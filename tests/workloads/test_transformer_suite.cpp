@@ -62,6 +62,36 @@ TEST(TransformerPlan, BadInputIsAUsageError) {
   EXPECT_THROW(plan_transformer_run(o, device), UsageError);
 }
 
+TEST(TransformerPlan, TensorCorePolicyNamesTheCaseOnAGpuAndIsRefusedOnTheCpu) {
+  DeviceInfo gpu = cpu_with(141ull << 30);
+  gpu.backend = "cuda";
+  TransformerSuiteOptions o = tiny(10);
+  const TransformerPlan on = plan_transformer_run(o, gpu);
+  EXPECT_EQ(on.tensor_cores, TensorCorePolicy::on);
+  EXPECT_EQ(on.case_name(), "tiny_b4_t16");
+  o.tensor_cores = "off";
+  const TransformerPlan off = plan_transformer_run(o, gpu);
+  EXPECT_EQ(off.tensor_cores, TensorCorePolicy::off);
+  EXPECT_EQ(off.case_name(), "tiny_b4_t16_tc-off");
+  o.tensor_cores = "batched-off";
+  const TransformerPlan batched_off = plan_transformer_run(o, gpu);
+  EXPECT_EQ(batched_off.tensor_cores, TensorCorePolicy::batched_off);
+  EXPECT_EQ(batched_off.case_name(), "tiny_b4_t16_tc-batched-off");
+  o.tensor_cores = "sometimes";
+  EXPECT_THROW(plan_transformer_run(o, gpu), UsageError);
+  for (const char* policy : {"off", "batched-off"}) {
+    o.tensor_cores = policy;
+    try {
+      plan_transformer_run(o, cpu_with(64ull << 30));
+      FAIL() << "--tensor-cores " << policy << " planned on a CPU";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("use --cpu-isa"), std::string::npos) << e.what();
+    }
+  }
+  o.tensor_cores = "on";
+  EXPECT_EQ(plan_transformer_run(o, cpu_with(64ull << 30)).tensor_cores, TensorCorePolicy::on);
+}
+
 TEST(TransformerPlan, ABatchThatDoesNotFitSaysWhatItNeedsAndWhatFits) {
   TransformerSuiteOptions o;
   o.config = "gpt2-124m";
@@ -105,6 +135,7 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
     ASSERT_EQ(c->status, CaseStatus::ok) << c->message;
     EXPECT_EQ(c->suite, "transformer");
     EXPECT_EQ(c->name, "tiny_b4_t16");
+    EXPECT_EQ(c->params["tensor_cores"], "on");
     ASSERT_TRUE(c->seconds);
     EXPECT_EQ(c->seconds->values.size(), 5u) << "6 steps less 1 of warm-up";
     EXPECT_NEAR(c->rates["tokens_per_s"].get<double>(), 64 / c->seconds->median, 1e-9 * 64 / c->seconds->median);

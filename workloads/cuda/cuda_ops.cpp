@@ -1,6 +1,7 @@
 #include "workloads/cuda/cuda_ops.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
@@ -41,6 +42,15 @@ cublasComputeType_t lt_compute_type(GemmPrecision precision) {
   }
 }
 
+const char* compute_type_name(cublasComputeType_t compute) {
+  switch (compute) {
+    case CUBLAS_COMPUTE_32F_PEDANTIC: return "CUBLAS_COMPUTE_32F_PEDANTIC";
+    case CUBLAS_COMPUTE_32F_FAST_TF32: return "CUBLAS_COMPUTE_32F_FAST_TF32";
+    case CUBLAS_COMPUTE_32F: return "CUBLAS_COMPUTE_32F";
+    default: return "another compute type";
+  }
+}
+
 template <typename Handle>
 using LtOwner = std::unique_ptr<std::remove_pointer_t<Handle>, cublasStatus_t (*)(Handle)>;
 
@@ -77,6 +87,7 @@ struct GemmKey {
   int batch;
   std::int64_t stride_a, stride_b, stride_d;
   std::uint32_t align_a, align_b, align_d;
+  bool cuda_cores_only;  // the Tensor Core policy keeps this GEMM off Tensor Cores
   auto operator<=>(const GemmKey&) const = default;
 };
 
@@ -86,6 +97,9 @@ struct GemmPlan {
   LtOwner<cublasLtMatrixLayout_t> b{nullptr, &cublasLtMatrixLayoutDestroy};
   LtOwner<cublasLtMatrixLayout_t> d{nullptr, &cublasLtMatrixLayoutDestroy};
   cublasLtMatmulAlgo_t algo{};
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  std::uint64_t numerical_impl_flags = 0;
+  std::string name;  // the GEMM that first needed the plan
 };
 
 std::string problem_text(const GemmKey& key) {
@@ -106,7 +120,20 @@ LtOwner<cublasLtMatmulDesc_t> create_desc(cublasComputeType_t compute, bool tran
   return owner;
 }
 
-// The first algorithm of cuBLASLt's heuristic, or nullopt when it has none for the problem.
+std::uint64_t numerical_impl_flags(const cublasLtMatmulAlgo_t& algo) {
+  std::uint64_t flags = 0;
+  std::size_t written = 0;
+  check(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS, &flags, sizeof flags, &written),
+        "cublasLtMatmulAlgoCapGetAttribute(NUMERICAL_IMPL_FLAGS)");
+  return flags;
+}
+
+bool uses_tensor_cores(std::uint64_t numerical_impl_flags) {
+  return (numerical_impl_flags & CUBLASLT_NUMERICAL_IMPL_FLAGS_TENSOR_OP_MASK) != 0;
+}
+
+// The first algorithm of cuBLASLt's heuristic, or nullopt when it has none for the problem. With
+// key.cuda_cores_only the heuristic considers CUDA-core (FMA) implementations only.
 std::optional<cublasLtMatmulAlgo_t> best_algorithm(cublasLtHandle_t handle, const GemmKey& key,
                                                    const GemmPlan& plan,
                                                    std::uint64_t workspace_bytes) {
@@ -125,13 +152,18 @@ std::optional<cublasLtMatmulAlgo_t> best_algorithm(cublasLtHandle_t handle, cons
     check(cublasLtMatmulPreferenceSetAttribute(raw, attribute, &bytes, sizeof bytes),
           fmt::format("cublasLtMatmulPreferenceSetAttribute({})", name));
   }
+  if (key.cuda_cores_only) {
+    const std::uint64_t allowed = ~std::uint64_t{CUBLASLT_NUMERICAL_IMPL_FLAGS_TENSOR_OP_MASK};
+    check(cublasLtMatmulPreferenceSetAttribute(raw, CUBLASLT_MATMUL_PREF_IMPL_MASK, &allowed, sizeof allowed),
+          "cublasLtMatmulPreferenceSetAttribute(IMPL_MASK)");
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc.get(), plan.a.get(), plan.b.get(),
                                                                plan.d.get(), plan.d.get(), raw, 1, &result, &returned);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned == 0)) return std::nullopt;
-  check(status, "cublasLtMatmulAlgoGetHeuristic");
-  check(result.state, "cublasLtMatmulAlgoGetHeuristic (state of the best result)");
+  check(status, fmt::format("cublasLtMatmulAlgoGetHeuristic ({})", problem_text(key)));
+  check(result.state, fmt::format("cublasLtMatmulAlgoGetHeuristic ({}; state of the best result)", problem_text(key)));
   return result.algo;
 }
 
@@ -256,8 +288,12 @@ void* CudaTransformerOps::scratch(Slot slot, std::size_t bytes) {
 
 std::string CudaTransformerOps::implementation() const {
   const std::size_t version = cublasLtGetVersion();
-  return fmt::format("cuBLASLt {}.{}.{} GEMMs, mpbench kernels, unfused attention", version / 10000,
-                     version / 100 % 100, version % 100);
+  const std::string tensor_cores =
+      tensor_core_policy_ == TensorCorePolicy::off           ? ", every GEMM kept off Tensor Cores"
+      : tensor_core_policy_ == TensorCorePolicy::batched_off ? ", batched GEMMs kept off Tensor Cores"
+                                                               : "";
+  return fmt::format("cuBLASLt {}.{}.{} GEMMs, mpbench kernels, unfused attention{}", version / 10000,
+                     version / 100 % 100, version % 100, tensor_cores);
 }
 
 std::optional<std::string> CudaTransformerOps::unsupported(GemmPrecision precision) const {
@@ -290,10 +326,23 @@ void CudaTransformerOps::round_to(float* x, std::size_t n, num::Format format) {
 }
 
 void CudaTransformerOps::begin_op(std::string_view op, int layer, Phase phase) {
-  nvtxRangePushA(op_range_name(op, layer, phase).c_str());
+  op_ranges_.push_back(op_range_name(op, layer, phase));
+  nvtxRangePushA(op_ranges_.back().c_str());
 }
 
-void CudaTransformerOps::end_op() { nvtxRangePop(); }
+void CudaTransformerOps::end_op() {
+  nvtxRangePop();
+  if (!op_ranges_.empty()) op_ranges_.pop_back();
+}
+
+std::vector<CudaTransformerOps::GemmChoice> CudaTransformerOps::gemm_choices() const {
+  std::vector<GemmChoice> choices;
+  for (const auto& [key, plan] : plans_->plans) {
+    choices.push_back({plan.name, problem_text(key), key.batch > 1, uses_tensor_cores(plan.numerical_impl_flags),
+                       plan.numerical_impl_flags, compute_type_name(plan.compute)});
+  }
+  return choices;
+}
 
 num::Format CudaTransformerOps::input_format() const { return gemm_input_format(precision_.gemm); }
 
@@ -323,7 +372,9 @@ void CudaTransformerOps::gemm(const GemmCall& call) {
                            call.stride_d,
                            alignment(call.a, bytes(call.lda), call.batch, bytes(call.stride_a)),
                            alignment(call.b, bytes(call.ldb), call.batch, bytes(call.stride_b)),
-                           alignment(call.d, call.ldd * 4, call.batch, call.stride_d * 4)};
+                           alignment(call.d, call.ldd * 4, call.batch, call.stride_d * 4),
+                           tensor_core_policy_ == TensorCorePolicy::off ||
+                               (tensor_core_policy_ == TensorCorePolicy::batched_off && call.batch > 1)};
   auto found = plans_->plans.find(key);
   if (found == plans_->plans.end()) {
     GemmPlan plan;
@@ -335,18 +386,45 @@ void CudaTransformerOps::gemm(const GemmCall& call) {
                            key.stride_b);
     plan.d = create_layout(CUDA_R_32F, key.m, key.n, key.ldd, key.batch, key.stride_d);
     const std::uint64_t workspace_bytes = scratch_[kLtWorkspace].size();
-    plan.desc = create_desc(lt_compute_type(key.precision), key.transpose_a, key.transpose_b);
-    std::optional<cublasLtMatmulAlgo_t> algo = best_algorithm(lt_.get(), key, plan, workspace_bytes);
-    if (!algo && key.precision == GemmPrecision::fp32) {
-      // No pedantic algorithm for this problem: plain CUBLAS_COMPUTE_32F keeps fp32 math too (TF32
-      // needs FAST_TF32), as the GEMM suite does.
-      plan.desc = create_desc(CUBLAS_COMPUTE_32F, key.transpose_a, key.transpose_b);
+    // The precision's compute type first. fp32 with no pedantic algorithm for the problem: plain
+    // CUBLAS_COMPUTE_32F keeps fp32 math too (TF32 needs FAST_TF32), as the GEMM suite does. Kept
+    // off Tensor Cores: the pedantic compute type, which never uses them, is the last resort.
+    std::vector<cublasComputeType_t> computes{lt_compute_type(key.precision)};
+    if (key.precision == GemmPrecision::fp32) computes.push_back(CUBLAS_COMPUTE_32F);
+    if (key.cuda_cores_only && computes.front() != CUBLAS_COMPUTE_32F_PEDANTIC)
+      computes.push_back(CUBLAS_COMPUTE_32F_PEDANTIC);
+    std::optional<cublasLtMatmulAlgo_t> algo;
+    std::vector<std::string> tried;
+    for (cublasComputeType_t compute : computes) {
+      plan.desc = create_desc(compute, key.transpose_a, key.transpose_b);
       algo = best_algorithm(lt_.get(), key, plan, workspace_bytes);
+      tried.emplace_back(compute_type_name(compute));
+      if (algo) {
+        plan.compute = compute;
+        break;
+      }
     }
+    const std::string op = op_ranges_.empty() ? std::string("no op range") : "op " + op_ranges_.back();
+    if (!algo && key.cuda_cores_only)
+      throw BackendError(fmt::format(
+          "--tensor-cores {}: cuBLASLt has no CUDA-core (non-Tensor-Core) algorithm for the {} GEMM of {} ({}; "
+          "tried {} with CUBLASLT_MATMUL_PREF_IMPL_MASK excluding Tensor Core op types): {} cannot run this "
+          "precision with that GEMM off Tensor Cores",
+          tensor_core_policy_name(tensor_core_policy_), call.name, op, problem_text(key), fmt::join(tried, ", "),
+          device_name_));
     if (!algo)
-      throw BackendError(fmt::format("cuBLASLt has no algorithm for the {} (cublasLtMatmulAlgoGetHeuristic "
-                                     "returned none)", problem_text(key)));
+      throw BackendError(fmt::format("cuBLASLt has no algorithm for the {} GEMM of {} ({}; "
+                                     "cublasLtMatmulAlgoGetHeuristic returned none with {})",
+                                     call.name, op, problem_text(key), fmt::join(tried, ", ")));
     plan.algo = *algo;
+    plan.numerical_impl_flags = numerical_impl_flags(plan.algo);
+    plan.name = call.name;
+    if (key.cuda_cores_only && uses_tensor_cores(plan.numerical_impl_flags))
+      throw BackendError(fmt::format("--tensor-cores {}: cuBLASLt's heuristic returned a Tensor Core algorithm "
+                                     "(numerical implementation flags 0x{:x}) for the {} GEMM of {} ({}) despite "
+                                     "CUBLASLT_MATMUL_PREF_IMPL_MASK",
+                                     tensor_core_policy_name(tensor_core_policy_), plan.numerical_impl_flags,
+                                     call.name, op, problem_text(key)));
     found = plans_->plans.emplace(key, std::move(plan)).first;
   }
   const GemmPlan& plan = found->second;
@@ -407,6 +485,7 @@ void CudaTransformerOps::matmul_forward(float* out, const float* inp, const floa
   const void* x = gemm_operand(inp, std::size_t(N) * C, kOperandA);
   const void* w = gemm_operand(weight, std::size_t(OC) * C, kOperandB);
   GemmCall call;
+  call.name = "matmul forward (inp weight^T)";
   call.transpose_a = true;
   call.m = OC, call.n = N, call.k = C;
   call.a = w, call.lda = C;
@@ -428,12 +507,14 @@ void CudaTransformerOps::matmul_backward(float* dinp, float* dweight, float* dbi
   const void* w = gemm_operand(weight, std::size_t(OC) * C, kOperandB);
   const void* x = gemm_operand(inp, std::size_t(N) * C, kOperandC);
   GemmCall input_grad;
+  input_grad.name = "matmul input gradient (dout weight)";
   input_grad.m = C, input_grad.n = N, input_grad.k = OC;
   input_grad.a = w, input_grad.lda = C;
   input_grad.b = dy, input_grad.ldb = OC;
   input_grad.ldd = C;
   gemm_add(dinp, std::size_t(N) * C, input_grad);
   GemmCall weight_grad;
+  weight_grad.name = "matmul weight gradient (dout^T inp)";
   weight_grad.transpose_b = true;
   weight_grad.m = C, weight_grad.n = OC, weight_grad.k = N;
   weight_grad.a = x, weight_grad.lda = C;
@@ -463,6 +544,7 @@ void CudaTransformerOps::attention_forward(float* out, float* att, const float* 
   cuda_kernels::rows_to_heads(launch_, v, qkv + 2 * C, 3 * C, B, T, NH, hs, format);
 
   GemmCall scores;
+  scores.name = "attention scores (q k^T)";
   scores.transpose_a = true;
   scores.m = T, scores.n = T, scores.k = hs;
   scores.a = k, scores.lda = hs, scores.stride_a = std::int64_t(T) * hs;
@@ -480,6 +562,7 @@ void CudaTransformerOps::attention_forward(float* out, float* att, const float* 
   }
   float* y = static_cast<float*>(scratch(kHeadsOutA, head_elements * sizeof(float)));
   GemmCall values;
+  values.name = "attention output (att v)";
   values.m = hs, values.n = T, values.k = T;
   values.a = v, values.lda = hs, values.stride_a = std::int64_t(T) * hs;
   values.b = probs, values.ldb = T, values.stride_b = std::int64_t(T) * T;
@@ -522,6 +605,7 @@ void CudaTransformerOps::attention_backward(float* dqkv, const float* dout, cons
 
   float* datt = static_cast<float*>(scratch(kScoresGrad, att_elements * sizeof(float)));
   GemmCall att_grad;
+  att_grad.name = "attention probability gradient (dy v^T)";
   att_grad.transpose_a = true;
   att_grad.m = T, att_grad.n = T, att_grad.k = hs;
   att_grad.a = v, att_grad.lda = hs, att_grad.stride_a = head_stride;
@@ -532,6 +616,7 @@ void CudaTransformerOps::attention_backward(float* dqkv, const float* dout, cons
 
   float* dv = static_cast<float*>(scratch(kHeadsOutC, head_elements * sizeof(float)));
   GemmCall value_grad;
+  value_grad.name = "attention value gradient (att^T dy)";
   value_grad.transpose_b = true;
   value_grad.m = hs, value_grad.n = T, value_grad.k = T;
   value_grad.a = dy, value_grad.lda = hs, value_grad.stride_a = head_stride;
@@ -546,6 +631,7 @@ void CudaTransformerOps::attention_backward(float* dqkv, const float* dout, cons
 
   float* dq = static_cast<float*>(scratch(kHeadsOutA, head_elements * sizeof(float)));
   GemmCall query_grad;
+  query_grad.name = "attention query gradient (dscore k)";
   query_grad.m = hs, query_grad.n = T, query_grad.k = T;
   query_grad.a = k, query_grad.lda = hs, query_grad.stride_a = head_stride;
   query_grad.b = dscore, query_grad.ldb = T, query_grad.stride_b = att_stride;
@@ -555,6 +641,7 @@ void CudaTransformerOps::attention_backward(float* dqkv, const float* dout, cons
 
   float* dk = static_cast<float*>(scratch(kHeadsOutB, head_elements * sizeof(float)));
   GemmCall key_grad;
+  key_grad.name = "attention key gradient (dscore^T q)";
   key_grad.transpose_b = true;
   key_grad.m = hs, key_grad.n = T, key_grad.k = T;
   key_grad.a = q, key_grad.lda = hs, key_grad.stride_a = head_stride;

@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "workloads/cuda/transformer_kernels.hpp"
 #include "workloads/ops.hpp"
@@ -36,6 +37,23 @@ class CudaTransformerOps final : public TransformerOps<float> {
   CudaTransformerOps& operator=(const CudaTransformerOps&) = delete;
 
   int device() const { return device_; }
+
+  // Which GEMMs may use Tensor Cores from now on (on until set). With off or batched_off, a GEMM
+  // the policy keeps off Tensor Cores runs a CUDA-core algorithm (cuBLASLt's heuristic filtered by
+  // CUBLASLT_MATMUL_PREF_IMPL_MASK), or fails with a BackendError naming it when cuBLASLt has none.
+  void set_tensor_core_policy(TensorCorePolicy policy) { tensor_core_policy_ = policy; }
+  TensorCorePolicy tensor_core_policy() const { return tensor_core_policy_; }
+
+  // One cuBLASLt algorithm the ops chose (one per distinct problem), as cuBLASLt describes it.
+  struct GemmChoice {
+    std::string gemm;      // the GEMM that first needed it, e.g. "attention scores (q k^T)"
+    std::string problem;   // precision, m, n, k, batch, transposes
+    bool batched = false;
+    bool tensor_cores = false;  // CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS has a Tensor Core op type
+    std::uint64_t numerical_impl_flags = 0;
+    std::string compute_type;
+  };
+  std::vector<GemmChoice> gemm_choices() const;
 
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
@@ -86,6 +104,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
   // cuBLASLt's terms; A and B hold operands of the current precision's input format, D is fp32.
   // batch > 1: strided-batched, each matrix `stride_*` elements after the previous one.
   struct GemmCall {
+    const char* name = "";  // what the GEMM computes, for errors and gemm_choices
     bool transpose_a = false, transpose_b = false;
     std::int64_t m = 0, n = 0, k = 0;
     const void* a = nullptr;
@@ -133,6 +152,8 @@ class CudaTransformerOps final : public TransformerOps<float> {
   std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, LtHandleDeleter> lt_;
   cuda_kernels::Launch launch_;
   MatmulPrecision precision_;
+  TensorCorePolicy tensor_core_policy_ = TensorCorePolicy::on;
+  std::vector<std::string> op_ranges_;  // the open begin_op ranges, innermost last
   std::unique_ptr<GemmPlans> plans_;
   // Declared last: destroyed first, while the stream they synchronize with still exists.
   std::array<OpsArray<std::byte>, kSlotCount> scratch_;

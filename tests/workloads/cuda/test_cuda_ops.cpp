@@ -472,27 +472,24 @@ struct ModeCase {
   double gradient_tolerance;  // of each tensor's gradient norm
 };
 
-class CudaModelModes : public CudaOpsTest, public ::testing::WithParamInterface<ModeCase> {};
-
-TEST_P(CudaModelModes, LossAndGradientsMatchTheReferenceModel) {
-  SCOPED_TRACE("seed " + std::to_string(seed_));
-  const ModeCase mode = GetParam();
-  if (const auto why = gpu_->unsupported(gemm_precision(mode.mode))) GTEST_SKIP() << *why;
+// One forward and backward of the tiny model on `gpu` and on `ref`, compared as described above.
+void expect_model_matches_reference(CudaTransformerOps& gpu, ReferenceOps<float>& ref, const ModeCase& mode,
+                                    std::uint64_t seed) {
   const GptConfig config = config_by_name("tiny");
   const int B = 2, T = 7;
-  Gpt2Model<float> reference(config, B, T, ref_, mode.mode), model(config, B, T, *gpu_, mode.mode);
-  reference.init(seed_);
+  Gpt2Model<float> reference(config, B, T, ref, mode.mode), model(config, B, T, gpu, mode.mode);
+  reference.init(seed);
   // Move every parameter off GPT-2's special starting values (zero biases, unit norms); the padded
   // vocabulary rows stay 0.
-  const auto noise = random_floats(reference.parameter_count(), seed_ + 1, -0.02, 0.02);
+  const auto noise = random_floats(reference.parameter_count(), seed + 1, -0.02, 0.02);
   const std::size_t first_pad = static_cast<std::size_t>(config.vocab) * config.channels;
   const std::size_t end_pad = static_cast<std::size_t>(config.padded_vocab()) * config.channels;
   for (std::size_t i = 0; i < noise.size(); ++i) {
     if (i < first_pad || i >= end_pad) reference.params()[i] += noise[i];
   }
   model.upload_params(reference.download_params());
-  const auto inputs = random_tokens(B * T, config.vocab, seed_ + 2);
-  const auto targets = random_tokens(B * T, config.vocab, seed_ + 3);
+  const auto inputs = random_tokens(B * T, config.vocab, seed + 2);
+  const auto targets = random_tokens(B * T, config.vocab, seed + 3);
 
   reference.zero_grad();
   model.zero_grad();
@@ -516,6 +513,15 @@ TEST_P(CudaModelModes, LossAndGradientsMatchTheReferenceModel) {
   for (std::size_t i = first_pad; i < end_pad; ++i) ASSERT_EQ(grads[i], 0.0f) << "padded row of wte, element " << i;
 }
 
+class CudaModelModes : public CudaOpsTest, public ::testing::WithParamInterface<ModeCase> {};
+
+TEST_P(CudaModelModes, LossAndGradientsMatchTheReferenceModel) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const ModeCase mode = GetParam();
+  if (const auto why = gpu_->unsupported(gemm_precision(mode.mode))) GTEST_SKIP() << *why;
+  expect_model_matches_reference(*gpu_, ref_, mode, seed_);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, CudaModelModes,
                          ::testing::Values(ModeCase{amp::Mode::fp32, 1e-5, 1e-4},
                                            ModeCase{amp::Mode::tf32, 2e-3, 2e-2},
@@ -524,6 +530,51 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaModelModes,
                                            ModeCase{amp::Mode::bf16, 1e-2, 5e-2}),
                          [](const ::testing::TestParamInfo<ModeCase>& info) {
                            std::string name(amp::mode_name(info.param.mode));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// --tensor-cores off and batched-off: every GEMM the policy keeps off Tensor Cores ran an algorithm
+// whose numerical implementation flags have no Tensor Core op type, and the model still matches the
+// reference within the mode's bounds (CUDA-core fp32 accumulation only tightens them).
+struct PolicyCase {
+  TensorCorePolicy policy;
+  ModeCase mode;
+};
+
+class CudaTensorCorePolicy : public CudaOpsTest, public ::testing::WithParamInterface<PolicyCase> {};
+
+TEST_P(CudaTensorCorePolicy, KeptOffTensorCoresAndStillMatchesTheReference) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const PolicyCase c = GetParam();
+  if (const auto why = gpu_->unsupported(gemm_precision(c.mode.mode))) GTEST_SKIP() << *why;
+  gpu_->set_tensor_core_policy(c.policy);
+  EXPECT_NE(gpu_->implementation().find("off Tensor Cores"), std::string::npos) << gpu_->implementation();
+  expect_model_matches_reference(*gpu_, ref_, c.mode, seed_);
+  const std::vector<CudaTransformerOps::GemmChoice> choices = gpu_->gemm_choices();
+  std::size_t batched = 0, single = 0;
+  for (const CudaTransformerOps::GemmChoice& choice : choices) {
+    ++(choice.batched ? batched : single);
+    if (c.policy == TensorCorePolicy::off || choice.batched) {
+      EXPECT_FALSE(choice.tensor_cores) << choice.gemm << " (" << choice.problem << ", " << choice.compute_type
+                                        << "): numerical implementation flags 0x" << std::hex
+                                        << choice.numerical_impl_flags;
+    }
+  }
+  // The six attention products share plans where their problems coincide: q k^T with dy v^T, att v
+  // with dscore k, att^T dy with dscore^T q; three distinct ones at least.
+  EXPECT_GE(batched, 3u) << "the attention products";
+  EXPECT_GT(single, 0u) << "the matmuls";
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, CudaTensorCorePolicy,
+                         ::testing::Values(PolicyCase{TensorCorePolicy::off, {amp::Mode::tf32, 2e-3, 2e-2}},
+                                           PolicyCase{TensorCorePolicy::off, {amp::Mode::amp_fp16, 2e-3, 2e-2}},
+                                           PolicyCase{TensorCorePolicy::off, {amp::Mode::amp_bf16, 1e-2, 5e-2}},
+                                           PolicyCase{TensorCorePolicy::batched_off, {amp::Mode::amp_fp16, 2e-3, 2e-2}}),
+                         [](const ::testing::TestParamInfo<PolicyCase>& info) {
+                           std::string name = std::string(tensor_core_policy_name(info.param.policy)) + "_" +
+                                              std::string(amp::mode_name(info.param.mode.mode));
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
