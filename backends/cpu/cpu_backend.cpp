@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/cpu/isa.hpp"
 #include "backends/cpu/vector_loops.hpp"
 #include "backends/reference/reference_backend.hpp"
 #include "core/error.hpp"
@@ -15,28 +16,6 @@
 namespace mpbench::cpu {
 
 namespace {
-
-const std::vector<std::pair<std::string, dnnl::cpu_isa>>& isa_table() {
-  static const std::vector<std::pair<std::string, dnnl::cpu_isa>> kTable = {
-      {"sse41", dnnl::cpu_isa::sse41},
-      {"avx", dnnl::cpu_isa::avx},
-      {"avx2", dnnl::cpu_isa::avx2},
-      {"avx2_vnni", dnnl::cpu_isa::avx2_vnni},
-      {"avx512_core", dnnl::cpu_isa::avx512_core},
-      {"avx512_core_vnni", dnnl::cpu_isa::avx512_core_vnni},
-      {"avx512_core_bf16", dnnl::cpu_isa::avx512_core_bf16},
-      {"avx512_core_amx", dnnl::cpu_isa::avx512_core_amx},
-      {"all", dnnl::cpu_isa::all},
-  };
-  return kTable;
-}
-
-std::string effective_isa_name() {
-  const auto isa = dnnl::get_effective_cpu_isa();
-  for (const auto& [name, value] : isa_table())
-    if (value == isa) return name;
-  return fmt::format("isa#{}", static_cast<int>(isa));
-}
 
 dnnl::memory::data_type onednn_type(DType t) {
   switch (t) {
@@ -162,7 +141,8 @@ bool vector_cast(CastKind, const CastArgs&) { return false; }
 
 class CpuBackend : public reference::ReferenceBackend {
  public:
-  CpuBackend() : ReferenceBackend(true), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+  CpuBackend()
+      : ReferenceBackend(true), isa_note_(apply_default_isa_limit()), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
   // Asked for every case a suite builds; oneDNN's answer cannot change within a process.
   std::optional<std::string> gemm_unsupported(GemmPrecision precision) const override {
@@ -198,7 +178,8 @@ class CpuBackend : public reference::ReferenceBackend {
               {"hash", v->hash},
               {"cpu_runtime", v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other"},
               {"effective_isa", effective_isa_name()},
-              {"max_isa_env", std::getenv("DNNL_MAX_CPU_ISA") ? std::getenv("DNNL_MAX_CPU_ISA") : ""}}},
+              {"max_isa_env", std::getenv("DNNL_MAX_CPU_ISA") ? std::getenv("DNNL_MAX_CPU_ISA") : ""},
+              {"default_isa_limit", isa_note_ ? nlohmann::json(*isa_note_) : nlohmann::json(nullptr)}}},
             {"element_loops", cpu_has_vector_loops() ? "avx2+f16c" : "scalar"},
             {"threads", omp_get_max_threads()}};
   }
@@ -218,34 +199,13 @@ class CpuBackend : public reference::ReferenceBackend {
     }
   }
 
+  std::optional<std::string> isa_note_;  // first, so the limit precedes the engine
   mutable dnnl::engine engine_;
   mutable std::map<GemmPrecision, std::optional<std::string>> gemm_support_;
   dnnl::stream stream_;
 };
 
 }  // namespace
-
-const std::vector<std::string>& isa_names() {
-  static const std::vector<std::string> kNames = [] {
-    std::vector<std::string> names;
-    for (const auto& [name, value] : isa_table()) names.push_back(name);
-    return names;
-  }();
-  return kNames;
-}
-
-void limit_isa(const std::string& isa) {
-  for (const auto& [name, value] : isa_table())
-    if (name == isa) {
-      try {
-        dnnl::set_max_cpu_isa(value);
-      } catch (const dnnl::error& e) {
-        throw UsageError(fmt::format("--cpu-isa {}: oneDNN refused it ({}); give it before any CPU work", isa, e.what()));
-      }
-      return;
-    }
-  throw UsageError(fmt::format("unknown --cpu-isa '{}': use one of {}", isa, fmt::join(isa_names(), ", ")));
-}
 
 std::unique_ptr<Backend> make_backend() { return std::make_unique<CpuBackend>(); }
 

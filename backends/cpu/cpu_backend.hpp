@@ -6,14 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/isa.hpp"
 #include "core/backend.hpp"
 
 namespace mpbench::cpu {
-
-// Limits the instruction sets oneDNN may use (DNNL_MAX_CPU_ISA); must run before the first
-// backend is made. Throws UsageError for a name oneDNN does not know or after oneDNN started.
-void limit_isa(const std::string& isa);
-const std::vector<std::string>& isa_names();
 
 std::unique_ptr<Backend> make_backend();
 

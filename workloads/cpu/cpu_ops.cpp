@@ -1,5 +1,7 @@
 #include "workloads/cpu/cpu_ops.hpp"
 
+#include "backends/cpu/isa.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -320,7 +322,7 @@ struct CpuTransformerOps::OneDnn {
   }
 };
 
-CpuTransformerOps::CpuTransformerOps() try : dnn_(std::make_unique<OneDnn>()) {
+CpuTransformerOps::CpuTransformerOps() try : isa_note_(cpu::apply_default_isa_limit()), dnn_(std::make_unique<OneDnn>()) {
 } catch (const dnnl::error& e) {
   throw BackendError(std::string("oneDNN CPU engine and stream: ") + e.what());
 }
@@ -333,7 +335,7 @@ std::string CpuTransformerOps::implementation() const {
   std::string names;
   for (const std::string& k : kernels) names += (names.empty() ? "" : ", ") + k;
   return "oneDNN " + onednn_version() + " matmul" + (names.empty() ? "" : " (" + names + ")") +
-         " and eltwise GELU, OpenMP loops";
+         " and eltwise GELU, OpenMP loops" + (isa_note_ ? "; " + *isa_note_ : "");
 }
 
 std::optional<std::string> CpuTransformerOps::unsupported(GemmPrecision precision) const {

@@ -68,6 +68,7 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   // The GEMM input type's copy of n fp32 values, in `buffer` (fp32 GEMMs read x itself).
   const void* gemm_operand(const float* x, std::size_t n, OpsArray<std::uint16_t>& buffer);
 
+  std::optional<std::string> isa_note_;  // mpbench's default ISA limit, decided before oneDNN starts
   std::unique_ptr<OneDnn> dnn_;
   MatmulPrecision precision_;
   mutable std::map<GemmPrecision, std::optional<std::string>> support_;

@@ -1,0 +1,23 @@
+#pragma once
+// Which instruction sets oneDNN may use: the user's choice (--cpu-isa), or mpbench's default.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpbench::cpu {
+
+// Limits the instruction sets oneDNN may use (DNNL_MAX_CPU_ISA); must run before the first
+// backend is made. Throws UsageError for a name oneDNN does not know or after oneDNN started.
+void limit_isa(const std::string& isa);
+const std::vector<std::string>& isa_names();
+// The ISA oneDNN dispatches to now, by its isa_names() name.
+std::string effective_isa_name();
+
+// mpbench's default, applied once before oneDNN's first primitive unless an ISA was chosen
+// (limit_isa, or DNNL_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA in the environment): under a hypervisor
+// AMX is left out (AVX512-BF16 stays). On this project's VMs (Firecracker guests, oneDNN 2.6.3) AMX
+// bf16 GEMMs returned wrong results now and then and sometimes died of SIGILL: the guest does not
+// keep the tile state reliably. `--cpu-isa all` uses AMX anyway. Returns why it limited oneDNN.
+std::optional<std::string> apply_default_isa_limit();
+
+}  // namespace mpbench::cpu
