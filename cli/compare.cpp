@@ -381,6 +381,7 @@ const std::vector<EnvField>& tracked_fields() {
       {"cuBLASLt", [](const nlohmann::json& e) { return at_pointer(e, "/cuda/cublaslt"); }},
       {"cuDNN", [](const nlohmann::json& e) { return at_pointer(e, "/cuda/cudnn"); }},
       {"oneDNN", [](const nlohmann::json& e) { return at_pointer(e, "/onednn/version"); }},
+      {"oneDNN ISA", [](const nlohmann::json& e) { return at_pointer(e, "/backend/onednn/effective_isa"); }},
       {"CPU", [](const nlohmann::json& e) { return at_pointer(e, "/cpu/model"); }},
       {"mpbench revision", [](const nlohmann::json& e) { return at_pointer(e, "/mpbench/git_revision"); }},
   };

@@ -351,6 +351,18 @@ TEST(CompareVerdicts, EnvironmentChangesAreReported) {
   EXPECT_FALSE(gpu->changed());
 }
 
+TEST(CompareVerdicts, AnotherOneDnnInstructionSetIsAnEnvironmentChange) {
+  auto base = gemm_run(1e-4), current = gemm_run(1e-4);
+  base.env["backend"]["onednn"]["effective_isa"] = "avx512_core_bf16";
+  current.env["backend"]["onednn"]["effective_isa"] = "avx512_core_amx";
+  const auto r = compare_docs(base, current);
+  const auto isa = std::find_if(r.environment.begin(), r.environment.end(),
+                                [](const EnvironmentField& f) { return f.field == "oneDNN ISA"; });
+  ASSERT_NE(isa, r.environment.end());
+  EXPECT_TRUE(isa->changed());
+  EXPECT_EQ(isa->current, "avx512_core_amx");
+}
+
 TEST(CompareVerdicts, RunsWithoutACommonCaseAreRejected) {
   const auto bandwidth = document({timed_case("copy/n=1024", "fp32", samples_around(1e-6, 0.01), "bandwidth")});
   EXPECT_THROW(compare_docs(gemm_run(1e-4), bandwidth), UsageError);
