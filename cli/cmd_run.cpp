@@ -75,6 +75,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "write each mode's final weights as DIR/<mode>/ (safetensors with Hugging Face GPT-2 names, config.json, "
                   "a batch and its fp32 loss and gradients): check them with scripts/check_against_pytorch.py")
       ->group(training);
+  cmd->add_option("--lr", t.max_lr, "peak learning rate after the warm-up (cosine decay to a tenth of it)")
+      ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--seed", t.seed, "seed of the weights and of the synthetic data")->capture_default_str()->group(training);
   const std::string profiling = "Profiling (transformer suite; the microbenchmark suites ignore it)";
   cmd->add_flag("--profile", t.profile,

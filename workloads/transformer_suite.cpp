@@ -373,6 +373,10 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
   plan.train.micro_batches = options.micro_batches;
   plan.train.warmup_steps = std::max(1, plan.train.steps / 10);  // learning-rate warm-up
   plan.train.seed = options.seed;
+  if (!(options.max_lr > 0) || !std::isfinite(options.max_lr))
+    throw UsageError(fmt::format("--lr must be a positive number, got {}", options.max_lr));
+  plan.train.max_lr = options.max_lr;
+  plan.train.min_lr = options.max_lr / 10;
   plan.timing_warmup = options.warmup_steps >= 0 ? options.warmup_steps : std::max(1, plan.train.steps / 5);
   if (options.batch < 0 || options.seq_len < 0 || options.steps < 0 || options.micro_batches < 1) {
     throw UsageError("--batch, --seq and --steps must be positive and --micro-batches at least 1");
@@ -434,6 +438,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     c.params = {{"config", config_json(plan.config)},   {"batch", plan.train.batch},
                 {"seq_len", plan.train.seq_len},         {"micro_batches", plan.train.micro_batches},
                 {"steps", plan.train.steps},             {"timing_warmup_steps", plan.timing_warmup},
+                {"max_lr", plan.train.max_lr},           {"lr_warmup_steps", plan.train.warmup_steps},
                 {"tokens_per_step", plan.train.batch * plan.train.seq_len * plan.train.micro_batches},
                 {"data", plan.data_file.empty() ? nlohmann::json{{"kind", "markov"}, {"successors", kMarkovSuccessors}}
                                                 : nlohmann::json{{"kind", "file"}, {"path", plan.data_file}}},

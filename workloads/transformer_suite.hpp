@@ -34,6 +34,7 @@ struct TransformerSuiteOptions {
   std::string checkpoint_in;     // start from these weights
   std::string checkpoint_out;    // write each mode's final weights into checkpoint_out/<mode>/
   std::uint64_t seed = 1;
+  float max_lr = 6e-4f;          // peak learning rate (GPT-2's); the cosine decays to a tenth of it
   bool quick = false;
   bool profile = false;          // profile a few extra steps per mode (details.profile, breakdown)
   std::string trace_file;        // Chrome trace of each mode's profiled steps (implies profile)

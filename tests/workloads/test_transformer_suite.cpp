@@ -35,6 +35,8 @@ TEST(TransformerPlan, DefaultsFollowTheDevice) {
   EXPECT_EQ(cpu.timing_warmup, 6);
   EXPECT_EQ(cpu.modes.size(), 5u);
   EXPECT_EQ(cpu.case_name(), "small_b4_t256");
+  EXPECT_EQ(cpu.train.max_lr, 6e-4f);
+  EXPECT_FLOAT_EQ(cpu.train.min_lr, 6e-5f);
   DeviceInfo gpu = cpu_with(141ull << 30);
   gpu.backend = "cuda";
   const TransformerPlan h200 = plan_transformer_run({}, gpu);
@@ -53,6 +55,9 @@ TEST(TransformerPlan, BadInputIsAUsageError) {
   EXPECT_THROW(plan_transformer_run(o, device), UsageError);
   o = tiny(2);
   o.warmup_steps = 2;
+  EXPECT_THROW(plan_transformer_run(o, device), UsageError);
+  o = tiny(10);
+  o.max_lr = 0;
   EXPECT_THROW(plan_transformer_run(o, device), UsageError);
   o = tiny(10);
   o.data_file = "/nonexistent/tokens.bin";
