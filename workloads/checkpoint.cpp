@@ -75,18 +75,19 @@ std::optional<Layout> layout_of(const std::string& name, const GptConfig& config
   return std::nullopt;
 }
 
-// The tensor in the file's layout, from its place in the buffer.
-std::vector<float> to_file(const Layout& layout, const float* buffer) {
-  std::vector<float> out(static_cast<std::size_t>(count(layout.file)));
+// The tensor in the file's layout, from its place in the buffer, as bytes at `out` (which need not
+// be aligned for floats).
+void to_file(const Layout& layout, const float* buffer, char* out) {
   if (!layout.conv1d) {
-    std::copy_n(buffer, out.size(), out.begin());  // wte: the real rows come first
-    return out;
+    std::memcpy(out, buffer, static_cast<std::size_t>(count(layout.file)) * sizeof(float));  // wte: real rows first
+    return;
   }
   const std::int64_t rows = layout.buffer[0], cols = layout.buffer[1];
   for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) out[c * rows + r] = buffer[r * cols + c];
+    for (std::int64_t c = 0; c < cols; ++c) {
+      std::memcpy(out + (c * rows + r) * sizeof(float), &buffer[r * cols + c], sizeof(float));
+    }
   }
-  return out;
 }
 
 // The inverse of to_file; buffer rows the file lacks (wte's padding) are left as they are.
@@ -118,24 +119,33 @@ Layout checked_layout(const ParameterTensor& tensor, const GptConfig& config, st
 }
 
 // A safetensors file: an 8-byte little-endian header length, the JSON header (padded with spaces
-// so the data starts 8-byte aligned, as the reference implementation does), then the data.
+// so the data starts 8-byte aligned, as the reference implementation does), then the data. The
+// offsets follow from the layouts, so the header comes first and each tensor is written once, in
+// place: the file is the only copy of the values (a few GB for the largest configs).
 std::string safetensors(const GptConfig& config, const std::vector<ParameterTensor>& tensors,
                         const std::vector<float>& values, const json& metadata) {
   json header = json::object();
   header["__metadata__"] = metadata;
-  std::string data;
+  std::vector<Layout> layouts;
+  layouts.reserve(tensors.size());
+  std::uint64_t data_size = 0;
   for (const ParameterTensor& tensor : tensors) {
-    const Layout layout = checked_layout(tensor, config, values.size());
-    const std::vector<float> file = to_file(layout, values.data() + tensor.offset);
-    const std::size_t begin = data.size();
-    data.append(reinterpret_cast<const char*>(file.data()), file.size() * sizeof(float));
-    header[tensor.name] = {{"dtype", "F32"}, {"shape", layout.file}, {"data_offsets", {begin, data.size()}}};
+    const Layout& layout = layouts.emplace_back(checked_layout(tensor, config, values.size()));
+    const std::uint64_t begin = data_size;
+    data_size += static_cast<std::uint64_t>(count(layout.file)) * sizeof(float);
+    header[tensor.name] = {{"dtype", "F32"}, {"shape", layout.file}, {"data_offsets", {begin, data_size}}};
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::string out(8, '\0');
+  std::string out(8 + text.size() + data_size, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((static_cast<std::uint64_t>(text.size()) >> (8 * i)) & 0xff);
-  return out + text + data;
+  text.copy(out.data() + 8, text.size());
+  char* data = out.data() + 8 + text.size();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    to_file(layouts[i], values.data() + tensors[i].offset, data);
+    data += count(layouts[i].file) * sizeof(float);
+  }
+  return out;
 }
 
 std::string read_bytes(const fs::path& path) {
