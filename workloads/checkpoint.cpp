@@ -10,7 +10,6 @@
 #include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "core/result.hpp"
@@ -90,15 +89,18 @@ void to_file(const Layout& layout, const float* buffer, char* out) {
   }
 }
 
-// The inverse of to_file; buffer rows the file lacks (wte's padding) are left as they are.
-void from_file(const Layout& layout, const float* file, float* buffer) {
+// The inverse of to_file, from the file's bytes (which need not be aligned for floats); buffer rows
+// the file lacks (wte's padding) are left as they are.
+void from_file(const Layout& layout, const char* file, float* buffer) {
   if (!layout.conv1d) {
-    std::copy_n(file, count(layout.file), buffer);
+    std::memcpy(buffer, file, static_cast<std::size_t>(count(layout.file)) * sizeof(float));
     return;
   }
   const std::int64_t rows = layout.buffer[0], cols = layout.buffer[1];
   for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) buffer[r * cols + c] = file[c * rows + r];
+    for (std::int64_t c = 0; c < cols; ++c) {
+      std::memcpy(&buffer[r * cols + c], file + (c * rows + r) * sizeof(float), sizeof(float));
+    }
   }
 }
 
@@ -148,14 +150,18 @@ std::string safetensors(const GptConfig& config, const std::vector<ParameterTens
   return out;
 }
 
+// The whole file, read straight into the string it is returned in (a checkpoint's weights can be
+// a few GB).
 std::string read_bytes(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw UsageError(fmt::format("checkpoint file '{}' is missing", path.string()));
+  const std::uintmax_t size = fs::file_size(path, ec);
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (!in) throw UsageError(fmt::format("cannot read checkpoint file '{}'", path.string()));
-  return contents.str();
+  std::string bytes(ec ? 0 : size, '\0');
+  if (ec || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
+    throw UsageError(fmt::format("cannot read checkpoint file '{}'", path.string()));
+  }
+  return bytes;
 }
 
 json read_json(const fs::path& path) {
@@ -225,9 +231,7 @@ std::vector<float> read_safetensors(const fs::path& path, const GptConfig& confi
       throw invalid(fmt::format("tensor '{}' has data_offsets {}, expected {} bytes within the {} of data", name,
                                 offsets.dump(), expected_bytes, data_size));
     }
-    std::vector<float> file(static_cast<std::size_t>(count(layout.file)));
-    std::memcpy(file.data(), data + offsets[0].get<std::uint64_t>(), expected_bytes);
-    from_file(layout, file.data(), values.data() + tensor->offset);
+    from_file(layout, data + offsets[0].get<std::uint64_t>(), values.data() + tensor->offset);
     found.insert(name);
   }
   for (const ParameterTensor& tensor : tensors) {
