@@ -130,6 +130,14 @@ void load_head(float* dst, const float* src, std::size_t stride, int T, int hs, 
   for (int t = 0; t < T; ++t) load_operand(dst + static_cast<std::size_t>(t) * hs, src + t * stride, hs, format);
 }
 
+// Head h of sequence b's q, k and v out of qkv [B,T,3C] into q, q + T hs and q + 2 T hs, each
+// [T,hs], in the GEMM input format.
+void load_qkv_head(float* q, const float* qkv, int b, int h, int T, int C, int hs, num::Format format) {
+  const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
+  const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
+  for (int part = 0; part < 3; ++part) load_head(q + part * head, base + part * C, stride, T, hs, format);
+}
+
 float dot(const float* a, const float* b, int n) {
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -148,15 +156,12 @@ MPBENCH_WIDEST_SIMD void attention_head_forward(float* out, float* att, const fl
                                                  int C, int NH, num::Format in, float* scratch) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
+  const std::size_t head = static_cast<std::size_t>(T) * hs;
   float* q = scratch;
   float* k = q + head;
   float* v = k + head;
   float* y = v + head;
-  const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
-  load_head(q, base, stride, T, hs, in);
-  load_head(k, base + C, stride, T, hs, in);
-  load_head(v, base + 2 * C, stride, T, hs, in);
+  load_qkv_head(q, qkv, b, h, T, C, hs, in);
   for (int t = 0; t < T; ++t) {
     float* att_row = att + ((static_cast<std::size_t>(b) * NH + h) * T + t) * T;
     float max_score = -std::numeric_limits<float>::infinity();
@@ -192,10 +197,7 @@ MPBENCH_WIDEST_SIMD void attention_head_backward(float* dqkv, const float* dout,
   float* dk = dq + head;
   float* dv = dk + head;
   float* datt = dv + head;
-  const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
-  load_head(q, base, stride, T, hs, in);
-  load_head(k, base + C, stride, T, hs, in);
-  load_head(v, base + 2 * C, stride, T, hs, in);
+  load_qkv_head(q, qkv, b, h, T, C, hs, in);
   load_head(dy, dout + static_cast<std::size_t>(b) * T * C + h * hs, C, T, hs, in);
   std::fill(dq, dq + 3 * head, 0.0f);
   for (int t = 0; t < T; ++t) {
