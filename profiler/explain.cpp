@@ -328,6 +328,37 @@ void breakdown_rules(const CaseResult& c, const std::map<std::string, double>& m
                           {{"overflow_steps", drops}}));
 }
 
+std::optional<std::string> attention_kernels(const CaseResult& c) {
+  const json& a = member_or_null(c.params, "attention");
+  return a.is_string() ? std::optional<std::string>(a.get<std::string>()) : std::nullopt;
+}
+
+// Fused (flash) attention exists only for 16-bit operands, so by default fp32 runs unfused and the
+// AMP modes fused: the speedup then mixes two changes, the precision and the attention kernels.
+void attention_kernels_rule(const CaseResult& c, const CaseResult& base, const CaseExplanation& e,
+                            std::vector<Finding>& out) {
+  const auto mine = attention_kernels(c), theirs = attention_kernels(base);
+  if (!mine || !theirs || *mine == *theirs) return;
+  json evidence = {{"baseline_attention", *theirs}, {"attention", *mine}};
+  std::string alone;
+  if (e.decomposition)
+    for (const auto& cat : e.decomposition->categories) {
+      if (cat.category != category_name(Category::attention)) continue;
+      evidence["attention_speedup"] = cat.speedup ? json(*cat.speedup) : json();
+      evidence["attention_contribution"] = cat.contribution;
+      alone = cat.speedup ? fmt::format(" (the attention category alone: {:.2f}x, saving {} of the baseline time)",
+                                        *cat.speedup, pct(cat.contribution))
+                          : " (the attention category took no time in this mode)";
+    }
+  const std::string of = e.speedup ? fmt::format("{:.2f}x", *e.speedup) : "speedup";
+  out.push_back(finding("attention_kernels_differ", "info",
+                        fmt::format("attention ran {} in {} but {} in the {} baseline: part of the {} is the {} "
+                                    "attention{}, not the precision; run with --attention unfused to compare "
+                                    "precisions alone",
+                                    *mine, c.precision, *theirs, base.precision, of, *mine, alone),
+                        evidence));
+}
+
 std::optional<double> measured_speedup(const ResultDocument& doc, const CaseResult& c, const CaseResult* base,
                                        const std::string& baseline) {
   for (const auto& s : doc.speedups)
@@ -359,6 +390,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const CaseResult& c, con
     e.decomposition = decompose(fold_gemms(checked_categories(*base)), fold_gemms(mode));
     breakdown_rules(c, mode, e.findings);
   }
+  if (base) attention_kernels_rule(c, *base, e, e.findings);
   return e;
 }
 

@@ -136,6 +136,54 @@ TEST(Explain, BreakdownRulesFireWithTheirEvidence) {
   EXPECT_TRUE(bf16.findings.empty()) << bf16.findings.front().rule;
 }
 
+TEST(Explain, AttentionKernelsThatDifferFromTheBaselineAreNamed) {
+  // fp32 100 ms = GEMM 60 + attention 30 + other 10, unfused; amp-bf16 30 ms = GEMM 15 + attention 5
+  // + other 10, fused: attention alone 30/5 = 6x, saving 25 of the 100 ms.
+  const auto doc = document(json::array(
+      {case_json("transformer", "t", "cuda", "fp32", 0.100,
+                 profiled({{"gemm_cuda_core", 0.060}, {"attention", 0.030}, {"other", 0.010}}, 0, 0.1),
+                 {{"attention", "unfused"}}),
+       case_json("transformer", "t", "cuda", "amp-bf16", 0.030,
+                 profiled({{"gemm_tensor_core", 0.015}, {"attention", 0.005}, {"other", 0.010}}, 0, 0.03),
+                 {{"attention", "fused"}})}));
+  const auto e = explain(doc);
+  const auto& amp = case_named(e, "transformer/t/cuda/amp-bf16");
+  const auto* f = finding(amp, "attention_kernels_differ");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, "info");
+  EXPECT_EQ(f->evidence["baseline_attention"], "unfused");
+  EXPECT_EQ(f->evidence["attention"], "fused");
+  EXPECT_NEAR(f->evidence["attention_speedup"].get<double>(), 6.0, 1e-12);
+  EXPECT_NEAR(f->evidence["attention_contribution"].get<double>(), 0.25, 1e-12);
+  for (const char* part : {"fused in amp-bf16", "unfused in the fp32 baseline", "3.33x", "6.00x", "--attention unfused"})
+    EXPECT_NE(f->message.find(part), std::string::npos) << part << ": " << f->message;
+  const auto text = e.to_text();
+  EXPECT_NE(text.find("[info] attention_kernels_differ: "), std::string::npos) << text;
+}
+
+TEST(Explain, AttentionKernelsRuleNeedsBothSidesToDisagree) {
+  auto pair = [](json base_params, json mode_params) {
+    return document(json::array(
+        {case_json("transformer", "t", "cuda", "fp32", 0.100, json::object(), base_params),
+         case_json("transformer", "t", "cuda", "amp-bf16", 0.050, json::object(), mode_params)}));
+  };
+  const json unfused = {{"attention", "unfused"}}, fused = {{"attention", "fused"}};
+  const auto same = explain(pair(unfused, unfused));
+  EXPECT_FALSE(finding(case_named(same, "transformer/t/cuda/amp-bf16"), "attention_kernels_differ"));
+  for (const auto& [base, mode] : {std::pair{json::object(), fused}, std::pair{unfused, json::object()},
+                                   std::pair{json{{"attention", nullptr}}, fused}}) {
+    const auto e = explain(pair(base, mode));
+    EXPECT_FALSE(finding(case_named(e, "transformer/t/cuda/amp-bf16"), "attention_kernels_differ"))
+        << base.dump() << " vs " << mode.dump();
+  }
+  // Without breakdowns it still fires, with the measured speedup and no attention category.
+  const auto differ = explain(pair(unfused, fused));
+  const auto* f = finding(case_named(differ, "transformer/t/cuda/amp-bf16"), "attention_kernels_differ");
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(f->evidence.contains("attention_speedup"));
+  EXPECT_NE(f->message.find("part of the 2.00x"), std::string::npos) << f->message;
+}
+
 TEST(Explain, GpuGemmsNotOnTensorCoresGetTheirLikelyReason) {
   const json no_tc = {{"algorithm", {{"tensor_cores", false}, {"algo_id", 3}}}};
   const json tc = {{"algorithm", {{"tensor_cores", true}}}};
