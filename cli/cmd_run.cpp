@@ -61,8 +61,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--vocab-pad", t.vocab_pad, "pad the vocabulary to a multiple of this (64 gives llm.c's 50304; 1 keeps 50257)")
       ->check(kPositive)->capture_default_str()->group(training);
-  cmd->add_option("--attention", t.attention, "attention kernels: unfused (batched GEMMs + softmax; fused cuDNN attention is not implemented yet)")
-      ->check(CLI::IsMember({"unfused"}))->capture_default_str()->group(training);
+  cmd->add_option("--attention", t.attention,
+                  "attention kernels: fused (cuDNN's fused attention: CUDA, fp16/bf16 modes; other modes are skipped), "
+                  "unfused (batched GEMMs + softmax, every mode), or auto (fused where it can run, else unfused; "
+                  "each case records which in params.attention). fused and unfused add an _att-... suffix to the case")
+      ->check(CLI::IsMember({"auto", "fused", "unfused"}))->capture_default_str()->group(training);
   cmd->add_option("--tensor-cores", t.tensor_cores,
                   "counterfactual (GPU only): on; off forces every GEMM onto CUDA-core algorithms; batched-off only "
                   "attention's batched GEMMs (as fp16 batched GEMMs ran before CUDA 9.1). Cases get a _tc-off or "

@@ -46,19 +46,22 @@ std::string format_bytes(double bytes) {
 }
 
 std::string transformer_header() {
-  return fmt::format("{:<24} {:<9} {:>10} {:>5} {:>10} {:>8} {:>9} {:>6} {:>10} {:>10} {:>8}\n", "case", "mode",
-                     "step", "cv", "tokens/s", "vs fp32", "TFLOP/s", "MFU", "peak mem", "final loss", "skipped");
+  return fmt::format("{:<24} {:<9} {:<9} {:>10} {:>5} {:>10} {:>8} {:>9} {:>6} {:>10} {:>10} {:>8}\n", "case", "mode",
+                     "attention", "step", "cv", "tokens/s", "vs fp32", "TFLOP/s", "MFU", "peak mem", "final loss",
+                     "skipped");
 }
 
-// A training case: step time, tokens/s, speedup, model TFLOP/s, MFU, memory, loss, skipped steps.
+// A training case: attention kernels, step time, tokens/s, speedup, model TFLOP/s, MFU, memory,
+// loss, skipped steps.
 std::string transformer_row(const CaseResult& c, std::optional<double> speedup) {
   const auto& d = c.details;
+  const std::string attention = c.params.value("attention", "-");
   const std::string mfu = c.rates.contains("mfu") ? fmt::format("{:.1f}%", 100 * c.rates["mfu"].get<double>()) : "-";
   const std::string loss = d.contains("final_loss") && d["final_loss"].is_number()
                                ? fmt::format("{:.4f}", d["final_loss"].get<double>())
                                : "-";
-  return fmt::format("{:<24} {:<9} {:>10} {:>4.1f}% {:>10.0f} {:>8} {:>9.3f} {:>6} {:>10} {:>10} {:>8}\n", c.name,
-                     c.precision, format_seconds(c.seconds->median), 100 * c.seconds->relative_spread(),
+  return fmt::format("{:<24} {:<9} {:<9} {:>10} {:>4.1f}% {:>10.0f} {:>8} {:>9.3f} {:>6} {:>10} {:>10} {:>8}\n", c.name,
+                     c.precision, attention, format_seconds(c.seconds->median), 100 * c.seconds->relative_spread(),
                      c.rates["tokens_per_s"].get<double>(), speedup ? fmt::format("{:.2f}x", *speedup) : "",
                      c.rates["tflops"].get<double>(), mfu, format_bytes(c.rates["peak_memory_bytes"].get<double>()), loss,
                      d["skipped_steps"].size());
@@ -83,7 +86,8 @@ std::string format_summary(const ResultDocument& document) {
                          "case", "precision", "median", "cv", "rate", "share", "vs fp32", "library choice / note");
     }
     if (c.status != CaseStatus::ok) {
-      out += training ? fmt::format("{:<24} {:<9} {:>10}  {}\n", c.name, c.precision, case_status_name(c.status), c.message)
+      out += training ? fmt::format("{:<24} {:<9} {:<9} {:>10}  {}\n", c.name, c.precision,
+                                    c.params.value("attention", "-"), case_status_name(c.status), c.message)
                       : fmt::format("{:<34} {:<10} {:>10}  {}\n", c.name, c.precision, case_status_name(c.status), c.message);
       continue;
     }

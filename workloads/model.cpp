@@ -21,14 +21,14 @@ std::string block(int l, const char* rest) { return "h." + std::to_string(l) + "
 
 }  // namespace
 
-std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T) {
+std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T, AttentionKernels attention_kernels) {
   const std::size_t N = static_cast<std::size_t>(B) * T;
   const std::size_t C = config.channels;
   const std::size_t Vp = config.padded_vocab();
   const std::size_t L = config.layers;
-  const std::size_t attention = static_cast<std::size_t>(B) * config.heads * T * T;
+  const std::size_t attention = attention_saved_elements(attention_kernels, B, T, config.channels, config.heads);
   // Per layer: seven [N,C] tensors, qkv [N,3C], two [N,4C]; the forward adds four [N] statistics
-  // and the attention matrix. Outside the blocks: encoded, lnf, logits, losses; the forward adds
+  // and what the attention saves. Outside the blocks: encoded, lnf, logits, losses; the forward adds
   // lnf's two statistics and the probabilities.
   const std::size_t per_layer = 7 * N * C + 3 * N * C + 8 * N * C;
   const std::size_t forward = N * C + L * (per_layer + 4 * N + attention) + N * C + 2 * N + 2 * N * Vp + N;
@@ -83,8 +83,15 @@ struct Gpt2Model<Real>::Layer {
 };
 
 template <typename Real>
-Gpt2Model<Real>::Gpt2Model(const GptConfig& config, int B, int T, TransformerOps<Real>& ops, amp::Mode mode)
-    : config_(config), B_(B), T_(T), ops_(ops), policy_(amp::policy(mode)), tensors_(parameter_layout(config)) {
+Gpt2Model<Real>::Gpt2Model(const GptConfig& config, int B, int T, TransformerOps<Real>& ops, amp::Mode mode,
+                           AttentionKernels attention)
+    : config_(config),
+      B_(B),
+      T_(T),
+      ops_(ops),
+      policy_(amp::policy(mode)),
+      attention_(attention),
+      tensors_(parameter_layout(config)) {
   if (B < 1 || T < 1 || T > config.max_seq) {
     throw UsageError("sequence length " + std::to_string(T) + " is outside [1, " +
                      std::to_string(config.max_seq) + "] for config '" + config.name + "'");
@@ -92,6 +99,7 @@ Gpt2Model<Real>::Gpt2Model(const GptConfig& config, int B, int T, TransformerOps
   if (config.channels % config.heads != 0) {
     throw UsageError("config '" + config.name + "': channels must be a multiple of heads");
   }
+  configure_ops();
   const std::size_t count = tensors_.back().offset + tensors_.back().size;
   params_ = OpsArray<Real>(ops, count);
   grads_ = OpsArray<Real>(ops, count);
@@ -135,10 +143,9 @@ template <typename Real>
 std::size_t Gpt2Model<Real>::allocate(Activations& acts, bool gradients) {
   const std::size_t N = static_cast<std::size_t>(B_) * T_;
   const std::size_t C = config_.channels;
-  const std::size_t NH = config_.heads;
-  // The backward needs no gradients of the saved statistics nor of the attention matrix.
+  // The backward needs no gradients of the saved statistics nor of what the attention saves.
   const std::size_t saved_rows = gradients ? 0 : N;
-  const std::size_t attention = gradients ? 0 : B_ * NH * T_ * T_;
+  const std::size_t attention = gradients ? 0 : attention_saved_elements(attention_, B_, T_, config_.channels, config_.heads);
   std::size_t bytes = 0;
   auto make = [&](std::size_t count) {
     OpsArray<Real> array(ops_, count);
@@ -202,6 +209,12 @@ void Gpt2Model<Real>::init(std::uint64_t seed) {
 }
 
 template <typename Real>
+void Gpt2Model<Real>::configure_ops() {
+  ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(amp::OpCategory::matmul).output});
+  ops_.set_attention(attention_);
+}
+
+template <typename Real>
 void Gpt2Model<Real>::store(Real* x, std::size_t n, amp::OpCategory op) {
   const num::Format format = policy_.op(op).output;
   if (format != num::Format::fp32) ops_.round_to(x, n, format);
@@ -258,7 +271,7 @@ double Gpt2Model<Real>::forward(const std::int32_t* inputs, const std::int32_t* 
       throw UsageError("token outside the vocabulary of " + std::to_string(V) + " at position " + std::to_string(i));
     }
   }
-  ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(OpCategory::matmul).output});
+  configure_ops();
   in_op_range(ops_, "inputs", -1, Phase::forward, [&] {
     inputs_.upload(std::vector<std::int32_t>(inputs, inputs + N));
     targets_.upload(std::vector<std::int32_t>(targets, targets + N));
@@ -353,7 +366,7 @@ void Gpt2Model<Real>::backward(double loss_weight) {
   if (!has_forward_) throw UsageError("backward() needs a forward() first");
   const int N = B_ * T_, C = config_.channels;
   const int V = config_.vocab, Vp = config_.padded_vocab();
-  ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(OpCategory::matmul).output});
+  configure_ops();
   in_op_range(ops_, "zero_activation_grads", -1, Phase::backward, [&] {
     zero(dacts_);
     dacts_.losses.upload(std::vector<Real>(dacts_.losses.size(), static_cast<Real>(loss_weight / N)));

@@ -32,8 +32,9 @@ struct ParameterTensor {
 std::vector<ParameterTensor> parameter_layout(const GptConfig& config);
 
 // Bytes of the activations, their gradients and the token arrays Gpt2Model<float> allocates for
-// batches of B sequences of T tokens (for a memory check before allocating anything).
-std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T);
+// batches of B sequences of T tokens with `attention` (for a memory check before allocating anything).
+std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T,
+                                      AttentionKernels attention = AttentionKernels::unfused);
 
 // The GEMM precision a mode runs its matmuls in.
 GemmPrecision gemm_precision(amp::Mode mode);
@@ -41,9 +42,10 @@ GemmPrecision gemm_precision(amp::Mode mode);
 template <typename Real>
 class Gpt2Model {
  public:
-  // Activations are sized for batches of B sequences of T <= config.max_seq tokens.
-  Gpt2Model(const GptConfig& config, int B, int T, TransformerOps<Real>& ops,
-            amp::Mode mode = amp::Mode::fp32);
+  // Activations are sized for batches of B sequences of T <= config.max_seq tokens; the attention
+  // runs on `attention` kernels (UsageError when the ops have none such).
+  Gpt2Model(const GptConfig& config, int B, int T, TransformerOps<Real>& ops, amp::Mode mode = amp::Mode::fp32,
+            AttentionKernels attention = AttentionKernels::unfused);
 
   // GPT-2's initialisation: matrices normal(0, 0.02), the two residual projections of each block
   // scaled by 1/sqrt(2L), biases 0, LayerNorm weights 1; the padded rows of wte are 0.
@@ -51,6 +53,7 @@ class Gpt2Model {
 
   const GptConfig& config() const { return config_; }
   const amp::ModePolicy& policy() const { return policy_; }
+  AttentionKernels attention() const { return attention_; }
   const std::vector<ParameterTensor>& tensors() const { return tensors_; }
   const ParameterTensor& tensor(const std::string& name) const;
   std::size_t parameter_count() const { return params_.size(); }
@@ -88,6 +91,9 @@ class Gpt2Model {
   // Activations for the forward pass, or (gradients = true) the gradients the backward writes.
   std::size_t allocate(Activations& acts, bool gradients);
   void zero(Activations& acts);
+  // Sets the ops to the mode's GEMM precision and the model's attention kernels (the ops may be
+  // shared with other models).
+  void configure_ops();
   // Rounds n values to the storage format the policy gives op category `op`'s outputs.
   void store(Real* x, std::size_t n, amp::OpCategory op);
   void block_forward(int l, const Real* residual);
@@ -97,6 +103,7 @@ class Gpt2Model {
   int B_, T_;
   TransformerOps<Real>& ops_;
   const amp::ModePolicy& policy_;
+  AttentionKernels attention_;
   std::vector<ParameterTensor> tensors_;
   OpsArray<Real> params_, grads_;
   Activations acts_, dacts_;

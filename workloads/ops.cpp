@@ -33,6 +33,22 @@ TensorCorePolicy parse_tensor_core_policy(std::string_view name) {
   throw UsageError("unknown Tensor Core policy '" + std::string(name) + "': use on, off or batched-off");
 }
 
+std::string_view attention_kernels_name(AttentionKernels kernels) {
+  return kernels == AttentionKernels::fused ? "fused" : "unfused";
+}
+
+AttentionKernels parse_attention_kernels(std::string_view name) {
+  for (AttentionKernels kernels : {AttentionKernels::unfused, AttentionKernels::fused})
+    if (attention_kernels_name(kernels) == name) return kernels;
+  throw UsageError("unknown attention kernels '" + std::string(name) + "': use fused or unfused");
+}
+
+std::size_t attention_saved_elements(AttentionKernels kernels, int B, int T, int C, int NH) {
+  const std::size_t rows = static_cast<std::size_t>(B) * NH * T;
+  if (kernels == AttentionKernels::unfused) return rows * T;
+  return rows + (static_cast<std::size_t>(B) * T * C + 1) / 2;
+}
+
 std::string op_range_name(std::string_view op, int layer, Phase phase) {
   std::string name(op);
   if (layer >= 0) name += " L" + std::to_string(layer);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "amp/format_info.hpp"
+#include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "workloads/elementwise.hpp"
 
@@ -124,6 +125,19 @@ std::string_view tensor_core_policy_name(TensorCorePolicy policy);  // "on", "of
 // The policy of that name; UsageError for any other.
 TensorCorePolicy parse_tensor_core_policy(std::string_view name);
 
+// How attention_forward/backward compute. unfused: batched GEMMs around a softmax kernel, the
+// probabilities [B,NH,T,T] saved for the backward (every backend, every precision). fused: one
+// kernel per direction (cuDNN's scaled-dot-product attention, flash attention: the scores never
+// reach memory), fp16/bf16 operands only, softmax statistics saved instead of probabilities.
+enum class AttentionKernels { unfused, fused };
+std::string_view attention_kernels_name(AttentionKernels kernels);  // "unfused", "fused"
+// The kernels of that name; UsageError for any other.
+AttentionKernels parse_attention_kernels(std::string_view name);
+// Elements of the `att` buffer attention_forward fills for the backward: the probabilities
+// [B,NH,T,T] unfused; fused, the softmax log-sum-exp [B,NH,T] and the output as 16-bit codes
+// [B,NH,T,C/NH] (two per element).
+std::size_t attention_saved_elements(AttentionKernels kernels, int B, int T, int C, int NH);
+
 // The part of a training step an op belongs to (the profiler attributes kernels by it).
 enum class Phase { forward, backward, optimizer, scaler };
 std::string_view phase_name(Phase phase);
@@ -170,6 +184,21 @@ class TransformerOps : public virtual OpsMemory {
   virtual std::optional<std::string> unsupported(GemmPrecision precision) const = 0;
   virtual void set_matmul_precision(const MatmulPrecision& precision) = 0;
 
+  // Why these ops cannot run attention with `kernels` when the GEMMs run in `precision`, or
+  // nothing when they can. Only the CUDA ops have fused attention.
+  virtual std::optional<std::string> attention_unsupported(AttentionKernels kernels, GemmPrecision /*precision*/) const {
+    if (kernels == AttentionKernels::unfused) return std::nullopt;
+    return "fused attention is cuDNN's scaled-dot-product attention: only the CUDA backend has it";
+  }
+  // The attention kernels from now on (unfused until set); the `att` buffers given to the
+  // attention ops must hold attention_saved_elements of them. UsageError when the ops have no such
+  // kernels at all (asked for bf16, which every fused attention takes).
+  void set_attention(AttentionKernels kernels) {
+    if (const auto reason = attention_unsupported(kernels, GemmPrecision::bf16)) throw UsageError(*reason);
+    attention_ = kernels;
+  }
+  AttentionKernels attention() const { return attention_; }
+
   // Rounds each of n values to the nearest value of `format` (round to nearest even, inf past its
   // range): values stored in fp32 buffers that are exactly what fp16/bf16 storage would hold.
   virtual void round_to(Real* x, std::size_t n, num::Format format) = 0;
@@ -201,8 +230,9 @@ class TransformerOps : public virtual OpsMemory {
                                const Real* weight, int N, int C, int OC) = 0;
 
   // Causal multi-head attention. qkv [B,T,3C] holds q, k, v side by side, head h in channels
-  // [h*hs, (h+1)*hs) of each. att [B,NH,T,T] saves softmax(q k^T / sqrt(hs)) over t2 <= t (0 above
-  // the diagonal); out [B,T,C] = att v, heads side by side. The batched products (q k^T, att v and
+  // [h*hs, (h+1)*hs) of each. Unfused, att [B,NH,T,T] saves softmax(q k^T / sqrt(hs)) over t2 <= t
+  // (0 above the diagonal); fused, att holds what attention_saved_elements says. out [B,T,C] = att v,
+  // heads side by side. The batched products (q k^T, att v and
   // the four of the backward, whose softmax gradient dscore includes the 1/sqrt(hs)) read their
   // operands in the matmul precision's input format and accumulate in fp32; the softmax is fp32.
   // Outputs are not rounded: the model stores them as the policy says.
@@ -237,6 +267,7 @@ class TransformerOps : public virtual OpsMemory {
  private:
   OpTimes* op_times_ = nullptr;
   OpRangeListener* op_listener_ = nullptr;
+  AttentionKernels attention_ = AttentionKernels::unfused;
 };
 
 // Runs body() as one op of one layer: between begin_op and end_op, inside the listener's

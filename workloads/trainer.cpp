@@ -46,7 +46,7 @@ std::size_t training_bytes_estimate(const GptConfig& config, const TrainOptions&
   const std::size_t parameters = static_cast<std::size_t>(parameter_count(config));
   const bool master = amp::policy(mode).weight_storage != num::Format::fp32;
   const std::size_t arrays = 2 + (master ? 1 : 0) + 2;  // weights, gradients, master, m, v
-  return arrays * parameters * sizeof(float) + activation_bytes_estimate(config, options.batch, options.seq_len);
+  return arrays * parameters * sizeof(float) + activation_bytes_estimate(config, options.batch, options.seq_len, options.attention);
 }
 
 std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mode mode) {
@@ -66,6 +66,7 @@ const GptConfig& checked(const GptConfig& config, const TrainOptions& options, T
                          amp::Mode mode) {
   check_options(options);
   if (const auto reason = unsupported_mode(ops, mode)) throw UsageError(*reason);
+  if (const auto reason = ops.attention_unsupported(options.attention, gemm_precision(mode))) throw UsageError(*reason);
   return config;
 }
 
@@ -75,7 +76,7 @@ Trainer::Trainer(const GptConfig& config, const TrainOptions& options, Transform
     : options_(options),
       ops_(ops),
       mode_(mode),
-      model_(checked(config, options, ops, mode), options.batch, options.seq_len, ops, mode),
+      model_(checked(config, options, ops, mode), options.batch, options.seq_len, ops, mode, options.attention),
       optimizer_(options, ops, model_.parameter_count()),
       loss_scaling_(amp::policy(mode).loss_scaling == amp::LossScaling::dynamic),
       scaler_(amp::initial_scaler_state(options.scaler)) {

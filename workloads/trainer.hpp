@@ -32,6 +32,7 @@ struct TrainOptions {
   float grad_clip = 1.0f;  // max global gradient norm; 0 turns clipping off
   std::uint64_t seed = 1;  // model initialisation
   amp::ScalerConfig scaler;  // used by modes with dynamic loss scaling
+  AttentionKernels attention = AttentionKernels::unfused;
 };
 
 // Linear warm-up to max_lr over the first warmup_steps steps (step 0 gets max_lr / warmup_steps),
@@ -79,7 +80,7 @@ std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mod
 
 class Trainer {
  public:
-  // Throws UsageError for bad options or a mode the ops cannot run.
+  // Throws UsageError for bad options, or a mode or attention kernels the ops cannot run.
   Trainer(const GptConfig& config, const TrainOptions& options, TransformerOps<float>& ops, amp::Mode mode);
 
   // One optimizer step over options.micro_batches batches from `data`. Throws BackendError when the

@@ -71,6 +71,20 @@ void check_memory(const TransformerPlan& plan, const DeviceInfo& device) {
                : "not even --batch 1 fits: use a shorter --seq or a smaller --config"));
 }
 
+struct AttentionChoice {
+  AttentionKernels kernels = AttentionKernels::unfused;
+  std::string note;  // why auto chose unfused kernels, when it did
+};
+
+// The plan's kernels; with auto, fused where the ops have them for the mode's GEMM precision (the
+// fused kernels take fp16/bf16 operands), unfused elsewhere.
+AttentionChoice choose_attention(const TransformerPlan& plan, const TransformerOps<float>& ops, amp::Mode mode) {
+  if (plan.attention) return {*plan.attention, ""};
+  if (const auto reason = ops.attention_unsupported(AttentionKernels::fused, gemm_precision(mode)))
+    return {AttentionKernels::unfused, "--attention auto runs unfused attention here: " + *reason};
+  return {AttentionKernels::fused, ""};
+}
+
 std::unique_ptr<TokenSource> make_data(const TransformerPlan& plan, const std::optional<MarkovChain>& chain) {
   if (!plan.data_file.empty()) return std::make_unique<FileTokenSource>(plan.data_file, plan.config.vocab);
   return std::make_unique<MarkovTokenStream>(*chain, plan.train.seed + 1);
@@ -349,6 +363,7 @@ std::string TransformerPlan::case_name() const {
   if (train.micro_batches > 1) name += fmt::format("_x{}", train.micro_batches);
   if (config.vocab_pad != 64) name += fmt::format("_pad{}", config.vocab_pad);
   if (tensor_cores != TensorCorePolicy::on) name += fmt::format("_tc-{}", tensor_core_policy_name(tensor_cores));
+  if (attention) name += fmt::format("_att-{}", attention_kernels_name(*attention));
   return name;
 }
 
@@ -402,6 +417,12 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
                                  "CPU counterfactual",
                                  options.tensor_cores, device.name));
   }
+  if (options.attention != "auto") plan.attention = parse_attention_kernels(options.attention);
+  if (plan.attention == AttentionKernels::fused && on_cpu(device)) {
+    throw UsageError(fmt::format("--attention fused on {}: fused attention is cuDNN's, on CUDA GPUs only: use "
+                                 "--attention unfused or auto",
+                                 device.name));
+  }
   check_memory(plan, device);
   return plan;
 }
@@ -442,12 +463,16 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
                 {"tokens_per_step", plan.train.batch * plan.train.seq_len * plan.train.micro_batches},
                 {"data", plan.data_file.empty() ? nlohmann::json{{"kind", "markov"}, {"successors", kMarkovSuccessors}}
                                                 : nlohmann::json{{"kind", "file"}, {"path", plan.data_file}}},
-                {"attention", "unfused"},
                 {"tensor_cores", tensor_core_policy_name(plan.tensor_cores)}};
     if (!plan.checkpoint_in.empty()) c.params["checkpoint_in"] = plan.checkpoint_in;
     c.details["implementation"] = ops.implementation();
     c.details["policy"] = std::string(amp::policy(mode).summary);
-    if (const auto reason = unsupported_mode(ops, mode)) {
+    const AttentionChoice attention = choose_attention(plan, ops, mode);
+    c.params["attention"] = attention_kernels_name(attention.kernels);
+    if (!attention.note.empty()) c.details["attention_note"] = attention.note;
+    std::optional<std::string> unsupported = unsupported_mode(ops, mode);
+    if (!unsupported) unsupported = ops.attention_unsupported(attention.kernels, gemm_precision(mode));
+    if (const auto& reason = unsupported) {
       c.status = CaseStatus::skipped;
       c.message = *reason;
       progress(fmt::format("transformer {} {}: skipped: {}", c.name, c.precision, *reason));
@@ -456,8 +481,10 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     }
     try {
       auto data = make_data(plan, chain);
-      const ModeRun run = train_mode(plan, mode, ops, *data, initial ? &*initial : nullptr, on_cpu(device), device,
-                                     start_profiler, progress);
+      TransformerPlan mode_plan = plan;
+      mode_plan.train.attention = attention.kernels;
+      const ModeRun run = train_mode(mode_plan, mode, ops, *data, initial ? &*initial : nullptr, on_cpu(device),
+                                     device, start_profiler, progress);
       if (run.interrupted) {
         outcome.interrupted = true;
         return outcome;
@@ -466,7 +493,8 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
         progress(fmt::format("mpbench: note: --profile: cannot profile ({}); the run goes on unprofiled "
                              "(details.profile.status is \"unprofiled\")",
                              run.profiled->unprofiled_reason));
-      fill_metrics(plan, mode, run, device, floor, c);
+      fill_metrics(mode_plan, mode, run, device, floor, c);
+      c.details["implementation"] = ops.implementation();  // now naming what the mode's run loaded
       if (!plan.checkpoint_out.empty()) write_mode_checkpoint(plan, mode, run, ops, *data, c);
     } catch (const OutOfMemoryError& e) {
       c.status = CaseStatus::error;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,7 @@ struct TransformerSuiteOptions {
   int warmup_steps = -1;         // steps left out of the timing statistics; -1: steps / 5, at least 1
   int micro_batches = 1;
   std::vector<amp::Mode> modes;  // empty: fp32, tf32, amp-fp16, amp-bf16, bf16
-  std::string attention = "unfused";  // the only attention implemented so far
+  std::string attention = "auto";     // auto, fused or unfused (AttentionKernels)
   std::string tensor_cores = "on";    // on, off or batched-off (TensorCorePolicy); a GPU counterfactual
   std::string data_file;         // uint16 tokens; empty: the synthetic Markov chain
   std::string checkpoint_in;     // start from these weights
@@ -56,7 +57,11 @@ struct TransformerPlan {
   std::string trace_file;  // empty: no trace
   // Which GEMMs the ops may run on Tensor Cores; the ops are set to it by whoever makes them.
   TensorCorePolicy tensor_cores = TensorCorePolicy::on;
-  // e.g. "small_b4_t256", with "_tc-off" or "_tc-batched-off" unless Tensor Cores are on.
+  // The attention kernels every mode runs; none (auto): fused where the ops have fused attention
+  // for the mode's precision, unfused elsewhere (plan.train.attention is unused until then).
+  std::optional<AttentionKernels> attention;
+  // e.g. "small_b4_t256", with "_tc-off" or "_tc-batched-off" unless Tensor Cores are on and
+  // "_att-fused" or "_att-unfused" when the attention kernels were chosen by hand.
   std::string case_name() const;
 };
 
@@ -76,8 +81,8 @@ struct TransformerOutcome {
   bool interrupted = false;
 };
 
-// Trains every mode of the plan on `ops`. A mode the ops cannot run is a skipped case with the
-// reason; one that fails (out of memory, a NaN loss without loss scaling) is an error case, and the
+// Trains every mode of the plan on `ops`. A mode the ops cannot run (in the plan's attention
+// kernels, when they are set) is a skipped case with the reason; one that fails (out of memory, a NaN loss without loss scaling) is an error case, and the
 // next mode still runs. With plan.profile_steps, each mode then runs that many steps under the
 // profiler `start_profiler` gives (details.profile; on a GPU details.breakdown too); when it cannot
 // profile (profiler::CuptiUnavailable) the mode is marked unprofiled with the reason and a note

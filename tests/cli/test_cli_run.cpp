@@ -82,6 +82,8 @@ TEST_F(CliRun, TransformerTrainsEachModeSideBySide) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("transformer tiny_b4_t16 amp-bf16: step 5/5 loss"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("tokens/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("attention"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("amp-bf16  unfused"), std::string::npos) << "the CPU has no fused attention\n" << r.out;
   const ResultDocument d = load_result(out);
   ASSERT_EQ(d.cases.size(), 3u);
   EXPECT_EQ(d.cases[0].status, CaseStatus::ok) << d.cases[0].message;

@@ -141,5 +141,42 @@ TEST(Gpt2Model, BadShapesAndTokensAreUsageErrors) {
   EXPECT_THROW(model.forward(bad, bad), UsageError);
 }
 
+TEST(AttentionKernels, NamesAndWhatEachSaves) {
+  for (AttentionKernels kernels : {AttentionKernels::unfused, AttentionKernels::fused})
+    EXPECT_EQ(parse_attention_kernels(attention_kernels_name(kernels)), kernels);
+  EXPECT_THROW(parse_attention_kernels("flash"), UsageError);
+  // Unfused: the probabilities [B,NH,T,T]. Fused: the statistics [B,NH,T] and the 16-bit output
+  // [B,T,C], two to an element, rounded up.
+  EXPECT_EQ(attention_saved_elements(AttentionKernels::unfused, 2, 3, 6, 2), 2u * 2 * 3 * 3);
+  EXPECT_EQ(attention_saved_elements(AttentionKernels::fused, 2, 3, 6, 2), 2u * 2 * 3 + 18);
+  EXPECT_EQ(attention_saved_elements(AttentionKernels::fused, 1, 3, 3, 1), 3u + 5);
+}
+
+TEST(AttentionKernels, OpsWithoutFusedAttentionRefuseIt) {
+  const GptConfig config = config_by_name("tiny");
+  ReferenceOps<float> ops;
+  EXPECT_EQ(ops.attention_unsupported(AttentionKernels::unfused, GemmPrecision::fp32), std::nullopt);
+  const auto why = ops.attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("CUDA"), std::string::npos) << *why;
+  EXPECT_THROW(ops.set_attention(AttentionKernels::fused), UsageError);
+  EXPECT_EQ(ops.attention(), AttentionKernels::unfused);
+  EXPECT_THROW(Gpt2Model<float>(config, 1, 4, ops, amp::Mode::amp_bf16, AttentionKernels::fused), UsageError);
+}
+
+TEST(AttentionKernels, FusedAttentionShrinksTheActivationEstimate) {
+  const GptConfig config = config_by_name("gpt2-124m");
+  const int B = 8, T = 1024, C = config.channels, NH = config.heads;
+  const std::size_t unfused = activation_bytes_estimate(config, B, T, AttentionKernels::unfused);
+  const std::size_t fused = activation_bytes_estimate(config, B, T, AttentionKernels::fused);
+  const std::size_t per_layer = std::size_t(B) * NH * T * T - (std::size_t(B) * NH * T + std::size_t(B) * T * C / 2);
+  EXPECT_EQ(unfused - fused, config.layers * per_layer * sizeof(float));
+  // The unfused model allocates exactly the estimate.
+  const GptConfig tiny = config_by_name("tiny");
+  ReferenceOps<float> ops;
+  const Gpt2Model<float> model(tiny, 2, 8, ops);
+  EXPECT_EQ(model.activation_bytes() + 2 * 2 * 8 * sizeof(std::int32_t), activation_bytes_estimate(tiny, 2, 8));
+}
+
 }  // namespace
 }  // namespace mpbench::workloads

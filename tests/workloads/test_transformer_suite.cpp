@@ -97,6 +97,28 @@ TEST(TransformerPlan, TensorCorePolicyNamesTheCaseOnAGpuAndIsRefusedOnTheCpu) {
   EXPECT_EQ(plan_transformer_run(o, cpu_with(64ull << 30)).tensor_cores, TensorCorePolicy::on);
 }
 
+TEST(TransformerPlan, AttentionChosenByHandNamesTheCaseAndFusedIsRefusedOnTheCpu) {
+  DeviceInfo gpu = cpu_with(141ull << 30);
+  gpu.backend = "cuda";
+  TransformerSuiteOptions o = tiny(10);
+  EXPECT_EQ(plan_transformer_run(o, gpu).attention, std::nullopt) << "auto: chosen per mode";
+  o.attention = "fused";
+  EXPECT_EQ(plan_transformer_run(o, gpu).attention, AttentionKernels::fused);
+  EXPECT_EQ(plan_transformer_run(o, gpu).case_name(), "tiny_b4_t16_att-fused");
+  o.attention = "unfused";
+  EXPECT_EQ(plan_transformer_run(o, gpu).case_name(), "tiny_b4_t16_att-unfused");
+  EXPECT_EQ(plan_transformer_run(o, cpu_with(64ull << 30)).attention, AttentionKernels::unfused);
+  o.attention = "flash";
+  EXPECT_THROW(plan_transformer_run(o, gpu), UsageError);
+  o.attention = "fused";
+  try {
+    plan_transformer_run(o, cpu_with(64ull << 30));
+    FAIL() << "--attention fused planned on a CPU";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA GPUs only"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TransformerPlan, ABatchThatDoesNotFitSaysWhatItNeedsAndWhatFits) {
   TransformerSuiteOptions o;
   o.config = "gpt2-124m";
@@ -141,6 +163,10 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
     EXPECT_EQ(c->suite, "transformer");
     EXPECT_EQ(c->name, "tiny_b4_t16");
     EXPECT_EQ(c->params["tensor_cores"], "on");
+    // auto: the reference ops have no fused attention, and the case says why it ran unfused.
+    EXPECT_EQ(c->params["attention"], "unfused");
+    EXPECT_NE(c->details.value("attention_note", "").find("only the CUDA backend"), std::string::npos)
+        << c->details.dump();
     ASSERT_TRUE(c->seconds);
     EXPECT_EQ(c->seconds->values.size(), 5u) << "6 steps less 1 of warm-up";
     EXPECT_NEAR(c->rates["tokens_per_s"].get<double>(), 64 / c->seconds->median, 1e-9 * 64 / c->seconds->median);
