@@ -3,7 +3,9 @@
 # is missing and rebuilds only what changed.
 #   Debian packages: the C++ toolchain and libraries (apt-get as root, else prints the command).
 #   PyPI: scripts/requirements.txt into .venv/ (report, numerics checks, schema validation).
-#   CUDA: used when nvcc is found (PATH or /usr/local/cuda/bin); the build works without it.
+#   CUDA: used when nvcc is found (PATH or /usr/local/cuda/bin); the build works without it. With
+#   CUDA, the cuDNN frontend's headers (header-only; PyPI's nvidia-cudnn-frontend wheel carries
+#   them) go into .deps/ for the fused attention.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +39,25 @@ fi
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
-if [[ ! -f build/build.ninja ]]; then
+CUDNN_FRONTEND_VERSION=1.32.0
+frontend=.deps/cudnn-frontend-$CUDNN_FRONTEND_VERSION
+fetched_frontend=0
+if command -v nvcc >/dev/null && [[ ! -f $frontend/include/cudnn_frontend.h ]]; then
+  echo "setup: fetching the cuDNN frontend $CUDNN_FRONTEND_VERSION headers (PyPI nvidia-cudnn-frontend) into $frontend"
+  wheels=$(mktemp -d)
+  # Any platform's wheel holds the same headers: ask for one fixed wheel.
+  .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --python-version 3.11 --platform manylinux_2_28_x86_64 --dest "$wheels" "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION"
+  .venv/bin/python - "$wheels" "$frontend" <<'PY'
+import glob, os, sys, zipfile
+wheel, target = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(target, [n for n in z.namelist() if n.startswith("include/")])
+PY
+  rm -rf "$wheels"
+  fetched_frontend=1
+fi
+if [[ ! -f build/build.ninja || $fetched_frontend == 1 ]]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
 cmake --build build -j "${MPBENCH_BUILD_JOBS:-$(nproc)}"

@@ -42,14 +42,16 @@ echo "pack built at revision $pack_revision; tree at $tree_revision"
 [[ $pack_revision == "$tree_revision" ]] || echo "check: WARNING: the pack was built from another revision than this tree"
 ls "$pack/bin" "$pack/lib"
 
-# CUDA's libraries: the toolkit's, or the ones PyTorch's wheels bring.
+# CUDA's libraries: the toolkit's, or the ones PyTorch's wheels bring (cuBLASLt; cuDNN, which
+# mpbench loads at run time for the fused attention).
 cuda_dirs=()
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [[ -d $d ]] && cuda_dirs+=("$d"); done
 while IFS= read -r d; do cuda_dirs+=("$d"); done < <(python3 - <<'PY' 2>/dev/null
 import glob, os, site
 for s in site.getsitepackages():
-    for p in sorted(set(glob.glob(os.path.join(s, "nvidia", "**", "libcublasLt.so*"), recursive=True))):
-        print(os.path.dirname(p))
+    for name in ("libcublasLt.so*", "libcudnn.so.9*"):
+        for p in sorted(set(glob.glob(os.path.join(s, "nvidia", "**", name), recursive=True))):
+            print(os.path.dirname(p))
 PY
 )
 original_ld_path=${LD_LIBRARY_PATH:-}

@@ -292,8 +292,9 @@ std::string CudaTransformerOps::implementation() const {
       tensor_core_policy_ == TensorCorePolicy::off           ? ", every GEMM kept off Tensor Cores"
       : tensor_core_policy_ == TensorCorePolicy::batched_off ? ", batched GEMMs kept off Tensor Cores"
                                                                : "";
-  return fmt::format("cuBLASLt {}.{}.{} GEMMs, mpbench kernels, unfused attention{}", version / 10000,
-                     version / 100 % 100, version % 100, tensor_cores);
+  const std::string attention = fused_ ? ", " + fused_->description() : "";
+  return fmt::format("cuBLASLt {}.{}.{} GEMMs, mpbench kernels{}{}", version / 10000, version / 100 % 100,
+                     version % 100, attention, tensor_cores);
 }
 
 std::optional<std::string> CudaTransformerOps::unsupported(GemmPrecision precision) const {
@@ -312,6 +313,18 @@ std::optional<std::string> CudaTransformerOps::unsupported(GemmPrecision precisi
     case GemmPrecision::fp8_e4m3: return "the Transformer workload has no fp8 GEMM path yet";
   }
   return "unknown GEMM precision";
+}
+
+std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKernels kernels, GemmPrecision precision) const {
+  if (kernels == AttentionKernels::unfused) return std::nullopt;
+  if (const auto reason = fused_attention_unavailable()) return *reason;
+  if (compute_major_ < 8)
+    return fmt::format("cuDNN's fused attention needs compute capability 8.0 or newer; {} is {}.{}", device_name_,
+                       compute_major_, compute_minor_);
+  if (precision != GemmPrecision::fp16 && precision != GemmPrecision::bf16)
+    return fmt::format("cuDNN's fused attention takes fp16 or bf16 operands; {} attention runs unfused",
+                       gemm_precision_info(precision).name);
+  return std::nullopt;
 }
 
 void CudaTransformerOps::set_matmul_precision(const MatmulPrecision& precision) {
@@ -531,6 +544,10 @@ void CudaTransformerOps::matmul_backward(float* dinp, float* dweight, float* dbi
 void CudaTransformerOps::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   if (B <= 0 || T <= 0 || C <= 0) return;
   activate();
+  if (attention() == AttentionKernels::fused) {
+    fused_attention_forward(out, att, qkv, B, T, C, NH);
+    return;
+  }
   const int hs = C / NH;
   const num::Format format = input_format();
   const std::size_t head_elements = std::size_t(B) * NH * T * hs;
@@ -569,7 +586,7 @@ void CudaTransformerOps::attention_forward(float* out, float* att, const float* 
   values.d = y, values.ldd = hs, values.stride_d = std::int64_t(T) * hs;
   values.batch = B * NH;
   gemm(values);
-  cuda_kernels::heads_to_rows(launch_, out, y, C, B, T, NH, hs, false);
+  cuda_kernels::heads_to_rows(launch_, out, y, num::Format::fp32, C, B, T, NH, hs, false);
 }
 
 // Per (b, h), in the forward's column-major terms:
@@ -580,6 +597,10 @@ void CudaTransformerOps::attention_backward(float* dqkv, const float* dout, cons
                                             int T, int C, int NH) {
   if (B <= 0 || T <= 0 || C <= 0) return;
   activate();
+  if (attention() == AttentionKernels::fused) {
+    fused_attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+    return;
+  }
   const int hs = C / NH;
   const int BNH = B * NH;
   const num::Format format = input_format();
@@ -650,9 +671,63 @@ void CudaTransformerOps::attention_backward(float* dqkv, const float* dout, cons
   key_grad.batch = BNH;
   gemm(key_grad);
 
-  cuda_kernels::heads_to_rows(launch_, dqkv, dq, 3 * C, B, T, NH, hs, true);
-  cuda_kernels::heads_to_rows(launch_, dqkv + C, dk, 3 * C, B, T, NH, hs, true);
-  cuda_kernels::heads_to_rows(launch_, dqkv + 2 * C, dv, 3 * C, B, T, NH, hs, true);
+  cuda_kernels::heads_to_rows(launch_, dqkv, dq, num::Format::fp32, 3 * C, B, T, NH, hs, true);
+  cuda_kernels::heads_to_rows(launch_, dqkv + C, dk, num::Format::fp32, 3 * C, B, T, NH, hs, true);
+  cuda_kernels::heads_to_rows(launch_, dqkv + 2 * C, dv, num::Format::fp32, 3 * C, B, T, NH, hs, true);
+}
+
+FusedAttention& CudaTransformerOps::fused_attention() {
+  if (!fused_) {
+    fused_ = make_fused_attention(stream_.get(),
+                                  [this](std::size_t bytes) { return scratch(kAttentionWorkspace, bytes); });
+  }
+  return *fused_;
+}
+
+// The fused kernels read q, k, v as [B,NH,T,hs] 16-bit operands (the same layout and rounding as the
+// unfused path's) and write out in that layout; att keeps the softmax statistics [B,NH,T] and,
+// after them, the forward's 16-bit output, which the backward needs.
+AttentionShape CudaTransformerOps::fused_attention_operands(const float* qkv, int B, int T, int C, int NH) {
+  const num::Format format = input_format();
+  if (!is_half(format))
+    throw BackendError(fmt::format("fused attention takes fp16 or bf16 operands, not {} (use --attention unfused "
+                                   "or auto for this mode)",
+                                   gemm_precision_info(precision_.gemm).name));
+  const AttentionShape shape{B, NH, T, C / NH};
+  const std::size_t bytes = std::size_t(B) * T * C * sizeof(std::uint16_t);
+  cuda_kernels::rows_to_heads(launch_, scratch(kHeadsQ, bytes), qkv, 3 * C, B, T, NH, shape.hs, format);
+  cuda_kernels::rows_to_heads(launch_, scratch(kHeadsK, bytes), qkv + C, 3 * C, B, T, NH, shape.hs, format);
+  cuda_kernels::rows_to_heads(launch_, scratch(kHeadsV, bytes), qkv + 2 * C, 3 * C, B, T, NH, shape.hs, format);
+  return shape;
+}
+
+void CudaTransformerOps::fused_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                                                 int NH) {
+  const AttentionShape shape = fused_attention_operands(qkv, B, T, C, NH);
+  float* stats = att;
+  void* y = att + std::size_t(B) * NH * T;
+  fused_attention().forward(y, stats, scratch_[kHeadsQ].data(), scratch_[kHeadsK].data(), scratch_[kHeadsV].data(),
+                            shape, input_format());
+  cuda_kernels::heads_to_rows(launch_, out, y, input_format(), C, B, T, NH, shape.hs, false);
+}
+
+void CudaTransformerOps::fused_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                                                  int B, int T, int C, int NH) {
+  const AttentionShape shape = fused_attention_operands(qkv, B, T, C, NH);
+  const num::Format format = input_format();
+  const std::size_t bytes = std::size_t(B) * T * C * sizeof(std::uint16_t);
+  void* dy = scratch(kHeadsDy, bytes);
+  cuda_kernels::rows_to_heads(launch_, dy, dout, C, B, T, NH, shape.hs, format);
+  void* dq = scratch(kHeadsOutA, bytes);
+  void* dk = scratch(kHeadsOutB, bytes);
+  void* dv = scratch(kHeadsOutC, bytes);
+  const float* stats = att;
+  const void* y = att + std::size_t(B) * NH * T;
+  fused_attention().backward(dq, dk, dv, dy, scratch_[kHeadsQ].data(), scratch_[kHeadsK].data(),
+                             scratch_[kHeadsV].data(), y, stats, shape, format);
+  cuda_kernels::heads_to_rows(launch_, dqkv, dq, format, 3 * C, B, T, NH, shape.hs, true);
+  cuda_kernels::heads_to_rows(launch_, dqkv + C, dk, format, 3 * C, B, T, NH, shape.hs, true);
+  cuda_kernels::heads_to_rows(launch_, dqkv + 2 * C, dv, format, 3 * C, B, T, NH, shape.hs, true);
 }
 
 void CudaTransformerOps::gelu_forward(float* out, const float* inp, std::size_t n) {

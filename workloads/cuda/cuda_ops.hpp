@@ -1,8 +1,8 @@
 #pragma once
 // TransformerOps on one NVIDIA GPU: every GEMM through cuBLASLt (fp32 pedantic, TF32, fp16 or bf16
 // inputs with fp32 accumulation and fp32 results), attention unfused (strided-batched cuBLASLt
-// products around an fp32 softmax kernel), everything else mpbench's own kernels
-// (transformer_kernels.cu). All work goes on one non-blocking stream of the ops; the memory is
+// products around an fp32 softmax kernel) or fused (cuDNN's scaled-dot-product attention, fp16 and
+// bf16), everything else mpbench's own kernels (transformer_kernels.cu). All work goes on one non-blocking stream of the ops; the memory is
 // device memory from cudaMalloc.
 //
 // The numerics are the reference's (workloads/reference_ops.hpp): fp16/bf16 GEMMs read their fp32
@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "workloads/cuda/fused_attention.hpp"
 #include "workloads/cuda/transformer_kernels.hpp"
 #include "workloads/ops.hpp"
 
@@ -62,6 +63,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
 
   std::string implementation() const override;
   std::optional<std::string> unsupported(GemmPrecision precision) const override;
+  std::optional<std::string> attention_unsupported(AttentionKernels kernels, GemmPrecision precision) const override;
   void set_matmul_precision(const MatmulPrecision& precision) override;
   void round_to(float* x, std::size_t n, num::Format format) override;
   void begin_op(std::string_view op, int layer, Phase phase) override;
@@ -126,7 +128,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
     kHeadsQ, kHeadsK, kHeadsV, kHeadsDy,  // attention operands [B,NH,T,hs]
     kProbsOperand, kScoresGrad, kDscoreOperand,  // attention [B,NH,T,T]
     kHeadsOutA, kHeadsOutB, kHeadsOutC,  // attention products [B,NH,T,hs], fp32
-    kNormPartials, kLtWorkspace, kSlotCount
+    kNormPartials, kLtWorkspace, kAttentionWorkspace, kSlotCount
   };
 
   struct StreamDeleter {
@@ -144,6 +146,12 @@ class CudaTransformerOps final : public TransformerOps<float> {
   void gemm(const GemmCall& call);
   // dst [count] += the GEMM's result rounded to the output format.
   void gemm_add(float* dst, std::size_t count, GemmCall call);
+  FusedAttention& fused_attention();  // made when first needed
+  // q, k, v of qkv as [B,NH,T,hs] 16-bit operands in kHeadsQ/K/V; BackendError unless fp16 or bf16.
+  AttentionShape fused_attention_operands(const float* qkv, int B, int T, int C, int NH);
+  void fused_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
+  void fused_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
+                                int C, int NH);
 
   int device_;
   std::string device_name_;
@@ -155,6 +163,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
   TensorCorePolicy tensor_core_policy_ = TensorCorePolicy::on;
   std::vector<std::string> op_ranges_;  // the open begin_op ranges, innermost last
   std::unique_ptr<GemmPlans> plans_;
+  std::unique_ptr<FusedAttention> fused_;
   // Declared last: destroyed first, while the stream they synchronize with still exists.
   std::array<OpsArray<std::byte>, kSlotCount> scratch_;
 };

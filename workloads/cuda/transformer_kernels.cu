@@ -66,6 +66,15 @@ __device__ void store_operand(void* out, std::size_t i, float x, num::Format for
   }
 }
 
+// Element i of in (float or 16-bit codes of `format`) as a float.
+__device__ float load_operand(const void* in, std::size_t i, num::Format format) {
+  switch (format) {
+    case num::Format::fp16: return num::f16_bits_to_f32(static_cast<const std::uint16_t*>(in)[i]);
+    case num::Format::bf16: return num::bf16_bits_to_f32(static_cast<const std::uint16_t*>(in)[i]);
+    default: return static_cast<const float*>(in)[i];
+  }
+}
+
 // out[i] = operand(in[i]): 4 + 2 (fp16, bf16) or 4 + 4 bytes per element.
 __global__ void __launch_bounds__(kThreads) convert_operands_kernel(void* out, const float* in, std::size_t n,
                                                                     num::Format format) {
@@ -312,17 +321,19 @@ __global__ void __launch_bounds__(kThreads) rows_to_heads_kernel(void* heads, co
   }
 }
 
-// rows[b*T+t, h*hs+d] = (or +=) heads [B,NH,T,hs]: 8 (or 12) bytes per element.
-__global__ void __launch_bounds__(kThreads) heads_to_rows_kernel(float* rows, const float* heads, int row_stride,
+// rows[b*T+t, h*hs+d] = (or +=) heads [B,NH,T,hs] (floats or 16-bit codes of `format`): 2 or 4
+// bytes read per element, 4 written (and 4 more read when accumulating).
+__global__ void __launch_bounds__(kThreads) heads_to_rows_kernel(float* rows, const void* heads, int row_stride,
                                                                  int T, int NH, int hs, std::size_t n,
-                                                                 bool accumulate) {
+                                                                 num::Format format, bool accumulate) {
   for (std::size_t i = global_thread(); i < n; i += grid_threads()) {
     const int d = static_cast<int>(i % hs);
     const std::size_t t = i / hs % T;
     const int h = static_cast<int>(i / (std::size_t(hs) * T) % NH);
     const std::size_t b = i / (std::size_t(hs) * T * NH);
     float& out = rows[(b * T + t) * row_stride + h * hs + d];
-    out = accumulate ? out + heads[i] : heads[i];
+    const float value = load_operand(heads, i, format);
+    out = accumulate ? out + value : value;
   }
 }
 
@@ -528,12 +539,12 @@ void rows_to_heads(const Launch& launch, void* heads, const float* rows, int row
   cuda::check_launch("rows_to_heads_kernel");
 }
 
-void heads_to_rows(const Launch& launch, float* rows, const float* heads, int row_stride, int B, int T, int NH, int hs,
-                   bool accumulate) {
+void heads_to_rows(const Launch& launch, float* rows, const void* heads, num::Format format, int row_stride, int B,
+                   int T, int NH, int hs, bool accumulate) {
   const std::size_t n = std::size_t(B) * NH * T * hs;
   if (n == 0) return;
   heads_to_rows_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(rows, heads, row_stride, T, NH, hs, n,
-                                                                            accumulate);
+                                                                            format, accumulate);
   cuda::check_launch("heads_to_rows_kernel");
 }
 

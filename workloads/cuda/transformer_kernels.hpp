@@ -68,9 +68,10 @@ unsigned sum_of_squares(const Launch& launch, double* partials, const float* x, 
 // heads = rows, as operands of `format`.
 void rows_to_heads(const Launch& launch, void* heads, const float* rows, int row_stride, int B, int T, int NH, int hs,
                    num::Format format);
-// rows = heads, or rows += heads when `accumulate`.
-void heads_to_rows(const Launch& launch, float* rows, const float* heads, int row_stride, int B, int T, int NH, int hs,
-                   bool accumulate);
+// rows = heads, or rows += heads when `accumulate`; heads holds floats (fp32, tf32) or 16-bit codes
+// (fp16, bf16) as `format` says.
+void heads_to_rows(const Launch& launch, float* rows, const void* heads, num::Format format, int row_stride, int B,
+                   int T, int NH, int hs, bool accumulate);
 // In place on the raw scores q k^T [BNH,T,T]: row t becomes softmax(scale * score) over t2 <= t, 0 above.
 void causal_softmax(const Launch& launch, float* att, int BNH, int T, float scale);
 // dscore = att * (datt - sum_t2 att * datt) * scale over t2 <= t (0 above), as operands of `format`.

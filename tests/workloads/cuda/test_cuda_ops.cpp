@@ -1,6 +1,7 @@
 // CudaTransformerOps against the reference ops: every op forward and backward on fresh random inputs
-// of odd sizes, in each GEMM precision; the tiny model in each precision mode; a short amp-fp16
-// training run. Skipped, with the reason, where no GPU is usable.
+// of odd sizes, in each GEMM precision; cuDNN's fused attention in fp16 and bf16; the tiny model in
+// each precision mode, with fused attention too; a short amp-fp16 training run. Skipped, with the
+// reason, where no GPU (or, for the fused attention, no cuDNN) is usable.
 //
 // Tolerances. Where the GPU and the reference read the same operand values (fp32, and fp16/bf16
 // whose operands both round to nearest even), a GEMM result differs only by fp32 accumulation:
@@ -453,6 +454,65 @@ TEST_P(CudaOpsPrecision, AttentionForwardAndBackward) {
   expect_close(g_dqkv.download(), dqkv, (1e-4 + 8 * flip()) * max_abs(added), 0, "dqkv");
 }
 
+// cuDNN's fused attention against the reference's unfused arithmetic on the same rounded operands.
+// The softmax statistics are checked against log-sum-exp computed here in double. The fused kernels
+// round the unnormalised probabilities (not the normalised ones) to the input format before the
+// product with v, and round out itself: a few flips of max |v| apart. The backward recomputes the
+// probabilities and rounds its softmax gradient: a few more flips of the largest gradient.
+TEST_P(CudaOpsPrecision, FusedAttentionMatchesTheReference) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  if (const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GetParam())) GTEST_SKIP() << *why;
+  const int B = 2, T = 37, NH = 3, hs = 16, C = NH * hs;
+  const MatmulPrecision mp{GetParam(), num::Format::fp32};
+  ref_.set_matmul_precision(mp);
+  gpu_->set_matmul_precision(mp);
+  gpu_->set_attention(AttentionKernels::fused);
+  const auto qkv = random_floats(B * T * 3 * C, seed_, -2, 2), dout = random_floats(B * T * C, seed_ + 1);
+  const auto dqkv0 = random_floats(qkv.size(), seed_ + 2);
+  std::vector<float> out(B * T * C), att(B * NH * T * T), dqkv = dqkv0;
+  ref_.attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  ref_.attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+
+  const std::size_t saved = attention_saved_elements(AttentionKernels::fused, B, T, C, NH);
+  ASSERT_LT(saved, att.size()) << "fused attention saves less than the probabilities";
+  OpsArray<float> g_qkv = on_gpu(qkv), g_dout = on_gpu(dout), g_out(*gpu_, out.size()), g_saved(*gpu_, saved);
+  OpsArray<float> g_dqkv = on_gpu(dqkv0);
+  gpu_->attention_forward(g_out.data(), g_saved.data(), g_qkv.data(), B, T, C, NH);
+  gpu_->attention_backward(g_dqkv.data(), g_dout.data(), g_qkv.data(), g_saved.data(), B, T, C, NH);
+
+  const std::vector<float> stats = g_saved.download();
+  const double scale = 1.0 / std::sqrt(double(hs));
+  const auto operand = [&](int b, int t, int part, int h, int d) {
+    return double(round_to_format(qkv[(std::size_t(b) * T + t) * 3 * C + part * C + h * hs + d], input()));
+  };
+  std::vector<float> lse;
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> scores;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          double dot = 0;
+          for (int d = 0; d < hs; ++d) dot += operand(b, t, 0, h, d) * operand(b, t2, 1, h, d);
+          scores.push_back(scale * dot);
+        }
+        const double top = *std::max_element(scores.begin(), scores.end());
+        double sum = 0;
+        for (double x : scores) sum += std::exp(x - top);
+        lse.push_back(static_cast<float>(top + std::log(sum)));
+      }
+    }
+  }
+  expect_close(std::vector<float>(stats.begin(), stats.begin() + lse.size()), lse, 1e-4, 1e-5, "softmax statistics");
+
+  double max_v = 0;
+  for (int row = 0; row < B * T; ++row)
+    for (int c = 0; c < C; ++c) max_v = std::max(max_v, double(std::abs(qkv[row * 3 * C + 2 * C + c])));
+  expect_close(g_out.download(), out, 6 * flip() * max_v, 0, "out");
+  std::vector<float> added(dqkv.size());
+  for (std::size_t i = 0; i < added.size(); ++i) added[i] = dqkv[i] - dqkv0[i];
+  expect_close(g_dqkv.download(), dqkv, (1e-3 + 16 * flip()) * max_abs(added), 0, "dqkv");
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaOpsPrecision,
                          ::testing::Values(GemmPrecision::fp32, GemmPrecision::tf32, GemmPrecision::fp16,
                                            GemmPrecision::bf16),
@@ -474,10 +534,10 @@ struct ModeCase {
 
 // One forward and backward of the tiny model on `gpu` and on `ref`, compared as described above.
 void expect_model_matches_reference(CudaTransformerOps& gpu, ReferenceOps<float>& ref, const ModeCase& mode,
-                                    std::uint64_t seed) {
+                                    std::uint64_t seed, AttentionKernels attention = AttentionKernels::unfused) {
   const GptConfig config = config_by_name("tiny");
   const int B = 2, T = 7;
-  Gpt2Model<float> reference(config, B, T, ref, mode.mode), model(config, B, T, gpu, mode.mode);
+  Gpt2Model<float> reference(config, B, T, ref, mode.mode), model(config, B, T, gpu, mode.mode, attention);
   reference.init(seed);
   // Move every parameter off GPT-2's special starting values (zero biases, unit norms); the padded
   // vocabulary rows stay 0.
@@ -533,6 +593,48 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaModelModes,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// With cuDNN's fused attention the model departs from the reference (which keeps the unfused
+// arithmetic) by the fused kernels' own rounding of the probabilities and of their gradient: the
+// mode's bounds, doubled.
+class CudaFusedModelModes : public CudaOpsTest, public ::testing::WithParamInterface<ModeCase> {};
+
+TEST_P(CudaFusedModelModes, LossAndGradientsMatchTheReferenceModel) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  ModeCase mode = GetParam();
+  if (const auto why = gpu_->attention_unsupported(AttentionKernels::fused, gemm_precision(mode.mode)))
+    GTEST_SKIP() << *why;
+  mode.loss_tolerance *= 2;
+  mode.gradient_tolerance *= 2;
+  expect_model_matches_reference(*gpu_, ref_, mode, seed_, AttentionKernels::fused);
+  EXPECT_NE(gpu_->implementation().find("cuDNN"), std::string::npos) << gpu_->implementation();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CudaFusedModelModes,
+                         ::testing::Values(ModeCase{amp::Mode::amp_fp16, 2e-3, 2e-2},
+                                           ModeCase{amp::Mode::amp_bf16, 1e-2, 5e-2},
+                                           ModeCase{amp::Mode::bf16, 1e-2, 5e-2}),
+                         [](const ::testing::TestParamInfo<ModeCase>& info) {
+                           std::string name(amp::mode_name(info.param.mode));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST_F(CudaOpsTest, FusedAttentionRefusesFp32AndTf32) {
+  for (GemmPrecision precision : {GemmPrecision::fp32, GemmPrecision::tf32}) {
+    const auto why = gpu_->attention_unsupported(AttentionKernels::fused, precision);
+    ASSERT_TRUE(why.has_value()) << gemm_precision_info(precision).name;
+    EXPECT_NE(why->find("fp16 or bf16"), std::string::npos) << *why;
+  }
+  // Asked anyway, the op names the problem instead of computing something else.
+  if (gpu_->attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16)) GTEST_SKIP() << "no fused attention";
+  const int B = 1, T = 8, NH = 1, C = 16;
+  gpu_->set_matmul_precision({GemmPrecision::fp32, num::Format::fp32});
+  gpu_->set_attention(AttentionKernels::fused);
+  OpsArray<float> qkv = on_gpu(random_floats(B * T * 3 * C, seed_)), out(*gpu_, B * T * C),
+                  att(*gpu_, attention_saved_elements(AttentionKernels::fused, B, T, C, NH));
+  EXPECT_THROW(gpu_->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH), BackendError);
+}
 
 // --tensor-cores off and batched-off: every GEMM the policy keeps off Tensor Cores ran an algorithm
 // whose numerical implementation flags have no Tensor Core op type, and the model still matches the
