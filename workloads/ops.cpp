@@ -43,10 +43,14 @@ AttentionKernels parse_attention_kernels(std::string_view name) {
   throw UsageError("unknown attention kernels '" + std::string(name) + "': use fused or unfused");
 }
 
-std::size_t attention_saved_elements(AttentionKernels kernels, int B, int T, int C, int NH) {
+std::size_t fused_attention_statistics_elements(int B, int T, int NH) {
   const std::size_t rows = static_cast<std::size_t>(B) * NH * T;
-  if (kernels == AttentionKernels::unfused) return rows * T;
-  return rows + (static_cast<std::size_t>(B) * T * C + 1) / 2;
+  return (rows + 63) / 64 * 64;  // so that the output after them starts 256-byte aligned
+}
+
+std::size_t attention_saved_elements(AttentionKernels kernels, int B, int T, int C, int NH) {
+  if (kernels == AttentionKernels::unfused) return static_cast<std::size_t>(B) * NH * T * T;
+  return fused_attention_statistics_elements(B, T, NH) + (static_cast<std::size_t>(B) * T * C + 1) / 2;
 }
 
 std::string op_range_name(std::string_view op, int layer, Phase phase) {

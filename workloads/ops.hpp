@@ -134,9 +134,11 @@ std::string_view attention_kernels_name(AttentionKernels kernels);  // "unfused"
 // The kernels of that name; UsageError for any other.
 AttentionKernels parse_attention_kernels(std::string_view name);
 // Elements of the `att` buffer attention_forward fills for the backward: the probabilities
-// [B,NH,T,T] unfused; fused, the softmax log-sum-exp [B,NH,T] and the output as 16-bit codes
-// [B,NH,T,C/NH] (two per element).
+// [B,NH,T,T] unfused; fused, the softmax log-sum-exp [B,NH,T], padded to a multiple of 64
+// elements, then the output as 16-bit codes [B,NH,T,C/NH] (two per element).
 std::size_t attention_saved_elements(AttentionKernels kernels, int B, int T, int C, int NH);
+// The fused statistics' part of that: [B,NH,T] rounded up to a multiple of 64 elements.
+std::size_t fused_attention_statistics_elements(int B, int T, int NH);
 
 // The part of a training step an op belongs to (the profiler attributes kernels by it).
 enum class Phase { forward, backward, optimizer, scaler };

@@ -145,11 +145,13 @@ TEST(AttentionKernels, NamesAndWhatEachSaves) {
   for (AttentionKernels kernels : {AttentionKernels::unfused, AttentionKernels::fused})
     EXPECT_EQ(parse_attention_kernels(attention_kernels_name(kernels)), kernels);
   EXPECT_THROW(parse_attention_kernels("flash"), UsageError);
-  // Unfused: the probabilities [B,NH,T,T]. Fused: the statistics [B,NH,T] and the 16-bit output
-  // [B,T,C], two to an element, rounded up.
+  // Unfused: the probabilities [B,NH,T,T]. Fused: the statistics [B,NH,T], padded to 64 elements
+  // (256 bytes, so that the output after them is aligned for cuDNN), and the 16-bit output [B,T,C],
+  // two to an element, rounded up.
   EXPECT_EQ(attention_saved_elements(AttentionKernels::unfused, 2, 3, 6, 2), 2u * 2 * 3 * 3);
-  EXPECT_EQ(attention_saved_elements(AttentionKernels::fused, 2, 3, 6, 2), 2u * 2 * 3 + 18);
-  EXPECT_EQ(attention_saved_elements(AttentionKernels::fused, 1, 3, 3, 1), 3u + 5);
+  EXPECT_EQ(attention_saved_elements(AttentionKernels::fused, 2, 3, 6, 2), 64u + 18);
+  EXPECT_EQ(attention_saved_elements(AttentionKernels::fused, 1, 3, 3, 1), 64u + 5);
+  EXPECT_EQ(attention_saved_elements(AttentionKernels::fused, 1, 128, 2, 1), 128u + 128);
 }
 
 TEST(AttentionKernels, OpsWithoutFusedAttentionRefuseIt) {

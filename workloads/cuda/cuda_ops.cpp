@@ -705,7 +705,7 @@ void CudaTransformerOps::fused_attention_forward(float* out, float* att, const f
                                                  int NH) {
   const AttentionShape shape = fused_attention_operands(qkv, B, T, C, NH);
   float* stats = att;
-  void* y = att + std::size_t(B) * NH * T;
+  void* y = att + fused_attention_statistics_elements(B, T, NH);
   fused_attention().forward(y, stats, scratch_[kHeadsQ].data(), scratch_[kHeadsK].data(), scratch_[kHeadsV].data(),
                             shape, input_format());
   cuda_kernels::heads_to_rows(launch_, out, y, input_format(), C, B, T, NH, shape.hs, false);
@@ -722,7 +722,7 @@ void CudaTransformerOps::fused_attention_backward(float* dqkv, const float* dout
   void* dk = scratch(kHeadsOutB, bytes);
   void* dv = scratch(kHeadsOutC, bytes);
   const float* stats = att;
-  const void* y = att + std::size_t(B) * NH * T;
+  const void* y = att + fused_attention_statistics_elements(B, T, NH);
   fused_attention().backward(dq, dk, dv, dy, scratch_[kHeadsQ].data(), scratch_[kHeadsK].data(),
                              scratch_[kHeadsV].data(), y, stats, shape, format);
   cuda_kernels::heads_to_rows(launch_, dqkv, dq, format, 3 * C, B, T, NH, shape.hs, true);

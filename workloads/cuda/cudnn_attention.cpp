@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <unordered_map>
@@ -24,9 +25,16 @@ namespace {
 
 namespace fe = cudnn_frontend;
 
-// Opens libcudnn.so.9 once for the process; the reason it could not, or nullopt.
+// Opens libcudnn.so.9 once for the process; the reason it could not, or nullopt. The frontend
+// loads the CUDA runtime by name too: point it at the one mpbench runs on (unless the user did),
+// not at another major version that may sit on the library path.
 const std::optional<std::string>& load_cudnn() {
   static const std::optional<std::string> problem = []() -> std::optional<std::string> {
+    int runtime = 0;
+    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) {
+      const std::string cudart = fmt::format("libcudart.so.{}", runtime / 1000);
+      setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", cudart.c_str(), 0);
+    }
     void* handle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_GLOBAL);
     if (handle == nullptr) {
       const char* error = dlerror();
