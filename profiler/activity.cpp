@@ -1,6 +1,7 @@
 #include "profiler/activity.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace mpbench::profiler {
 
@@ -36,7 +37,27 @@ std::optional<Interval> Trace::span() const {
   for (const auto& m : memsets) widen(span, m.time);
   for (const auto& a : api_calls) widen(span, a.time);
   for (const auto& r : ranges) widen(span, r.time);
+  for (const auto& r : nvtx_ranges) widen(span, r.time);
   return span;
+}
+
+std::vector<RangeRecord> ranges_from_markers(const std::vector<MarkerEvent>& markers) {
+  std::unordered_map<std::uint32_t, const MarkerEvent*> open;
+  std::vector<RangeRecord> ranges;
+  for (const MarkerEvent& m : markers) {
+    if (m.kind == MarkerEvent::Kind::start) {
+      open[m.id] = &m;
+    } else if (m.kind == MarkerEvent::Kind::end) {
+      const auto it = open.find(m.id);
+      if (it == open.end()) continue;
+      const MarkerEvent& start = *it->second;
+      ranges.push_back({start.name, {start.timestamp_ns, m.timestamp_ns}, start.thread, 0});
+      open.erase(it);
+    }
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const RangeRecord& a, const RangeRecord& b) { return a.time.start_ns < b.time.start_ns; });
+  return ranges;
 }
 
 }  // namespace mpbench::profiler

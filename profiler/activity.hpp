@@ -69,6 +69,22 @@ struct RangeRecord {
   std::uint64_t external_id = 0;
 };
 
+// One NVTX marker as CUPTI reports it: a range's start (which carries the name) or its end, the
+// two tied by id; or an instantaneous mark. Markers become ranges through ranges_from_markers.
+struct MarkerEvent {
+  enum class Kind { start, end, instant };
+  Kind kind = Kind::instant;
+  std::uint32_t id = 0;
+  std::uint64_t timestamp_ns = 0;
+  std::uint64_t thread = 0;
+  std::string name;
+};
+
+// NVTX ranges from markers: each start joined with the end of its id (end before start never
+// happens on one clock), in start order; marks and starts or ends without their partner (a range
+// open across the collection's edges) are left out.
+std::vector<RangeRecord> ranges_from_markers(const std::vector<MarkerEvent>& markers);
+
 struct ExternalCorrelation {
   std::uint64_t external_id = 0;
   std::uint32_t correlation_id = 0;
@@ -81,6 +97,9 @@ struct Trace {
   std::vector<MemsetRecord> memsets;
   std::vector<ApiRecord> api_calls;
   std::vector<RangeRecord> ranges;
+  // NVTX ranges CUPTI recorded (the ops' own NVTX ranges, libraries'), when NVTX injection reached
+  // it; external_id is 0. Attribution goes through `ranges`' external ids, not through these.
+  std::vector<RangeRecord> nvtx_ranges;
   std::vector<ExternalCorrelation> external_correlations;
 
   // The span from the first start to the last end of every record; nullopt when empty.

@@ -27,12 +27,13 @@ using KernelActivity = CUpti_ActivityKernel9;
 using MemcpyActivity = CUpti_ActivityMemcpy5;
 #endif
 using MemsetActivity = CUpti_ActivityMemset4;
+using MarkerActivity = CUpti_ActivityMarker2;
 
 constexpr std::size_t kBufferBytes = 8 << 20;  // CUPTI recommends 1-10 MB
 constexpr std::size_t kBufferAlign = 8;
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
-                                         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+                                         CUPTI_ACTIVITY_KIND_MEMSET,           CUPTI_ACTIVITY_KIND_RUNTIME,
+                                         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MARKER};
 constexpr auto kExternalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
 // The CUPTI functions mpbench calls, resolved from libcupti at run time.
@@ -109,6 +110,7 @@ void check(CUptiResult r, const char* call) {
 // Records land here from CUPTI's completion callback, which may run on CUPTI's own thread.
 std::mutex collected_mutex;
 Trace collected;
+std::vector<MarkerEvent> collected_markers;  // paired into collected.nvtx_ranges at stop()
 bool collector_running = false;
 
 std::string runtime_api_name(CUpti_CallbackId cbid) {
@@ -141,6 +143,19 @@ KernelRecord to_kernel(const KernelActivity& k) {
   return r;
 }
 
+// A marker's start, end or instant; NVTX's name strings belong to CUPTI, so it is copied.
+MarkerEvent to_marker(const MarkerActivity& m) {
+  MarkerEvent e;
+  e.kind = (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_START)  ? MarkerEvent::Kind::start
+           : (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) ? MarkerEvent::Kind::end
+                                                         : MarkerEvent::Kind::instant;
+  e.id = m.id;
+  e.timestamp_ns = m.timestamp;
+  if (m.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD) e.thread = m.objectId.pt.threadId;
+  if (m.name) e.name = m.name;
+  return e;
+}
+
 // Called with collected_mutex held.
 void add_record(const CUpti_Activity* record) {
   switch (record->kind) {
@@ -163,6 +178,9 @@ void add_record(const CUpti_Activity* record) {
       collected.api_calls.push_back({runtime_api_name(a.cbid), {a.start, a.end}, a.threadId, a.correlationId});
       break;
     }
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      collected_markers.push_back(to_marker(*reinterpret_cast<const MarkerActivity*>(record)));
+      break;
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto& e = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
       if (e.externalKind == kExternalKind) collected.external_correlations.push_back({e.externalId, e.correlationId});
@@ -195,6 +213,7 @@ CuptiCollector::CuptiCollector() {
     std::lock_guard lock(collected_mutex);
     if (collector_running) throw CuptiUnavailable("a CUPTI collector is already running in this process");
     collected = Trace{};
+    collected_markers.clear();
     collected.process_id = static_cast<std::uint64_t>(::getpid());
   }
   check(c.register_callbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
@@ -221,6 +240,7 @@ Trace CuptiCollector::stop() {
   if (c.dropped(nullptr, 0, &dropped) == CUPTI_SUCCESS) dropped_ = dropped;
   std::lock_guard lock(collected_mutex);
   collector_running = running_ = false;
+  collected.nvtx_ranges = ranges_from_markers(std::exchange(collected_markers, {}));
   return std::exchange(collected, Trace{});
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Collects CUPTI activity records (concurrent kernels, memcpy, memset, runtime API calls,
-// external correlations) into a Trace. libcupti is loaded with dlopen, so mpbench links no CUPTI
+// external correlations, NVTX markers paired into ranges) into a Trace. libcupti is loaded with dlopen, so mpbench links no CUPTI
 // and runs where it is missing; every failure is a CuptiUnavailable naming the cause, and the
 // caller goes on unprofiled. `mpbench run --profile` uses it through workloads/step_profiler.hpp.
 #include <cstdint>

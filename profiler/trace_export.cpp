@@ -107,10 +107,17 @@ class Exporter {
       if (r.external_id != 0) args["external id"] = r.external_id;
       events_.push_back(complete(r.name, "user_annotation", trace_.process_id, range_track(r.thread), r.time, clock_, args));
     }
+    for (const auto& r : trace_.nvtx_ranges)
+      events_.push_back(complete(r.name, "nvtx", trace_.process_id, nvtx_track(r.thread), r.time, clock_, json::object()));
   }
 
   std::uint64_t range_track(std::uint64_t thread) {
     auto [it, inserted] = range_tracks_.try_emplace(thread, kRangeTrackBase + range_tracks_.size());
+    return it->second;
+  }
+
+  std::uint64_t nvtx_track(std::uint64_t thread) {
+    auto [it, inserted] = nvtx_tracks_.try_emplace(thread, kNvtxTrackBase + nvtx_tracks_.size());
     return it->second;
   }
 
@@ -119,11 +126,13 @@ class Exporter {
       events_.push_back(metadata("process_name", device, 0, fmt::format("GPU {}", device)));
       for (auto s : streams) events_.push_back(metadata("thread_name", device, s, fmt::format("stream {}", s)));
     }
-    if (threads_.empty() && range_tracks_.empty()) return;
+    if (threads_.empty() && range_tracks_.empty() && nvtx_tracks_.empty()) return;
     events_.push_back(metadata("process_name", trace_.process_id, 0, fmt::format("host (pid {})", trace_.process_id)));
     for (auto t : threads_) events_.push_back(metadata("thread_name", trace_.process_id, t, fmt::format("thread {}", t)));
     for (const auto& [thread, track] : range_tracks_)
       events_.push_back(metadata("thread_name", trace_.process_id, track, fmt::format("ranges (thread {})", thread)));
+    for (const auto& [thread, track] : nvtx_tracks_)
+      events_.push_back(metadata("thread_name", trace_.process_id, track, fmt::format("NVTX (thread {})", thread)));
   }
 
   const Trace& trace_;
@@ -133,6 +142,7 @@ class Exporter {
   std::map<std::uint32_t, std::set<std::uint32_t>> streams_;
   std::set<std::uint64_t> threads_;
   std::map<std::uint64_t, std::uint64_t> range_tracks_;
+  std::map<std::uint64_t, std::uint64_t> nvtx_tracks_;
   json events_ = json::array();
 };
 

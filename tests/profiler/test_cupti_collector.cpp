@@ -1,6 +1,7 @@
 // The CUPTI collector: without a GPU (or CUPTI, or CUDA) it either starts and collects nothing or
-// says why it cannot; on a GPU it records a memset, its launching API call and the external id
-// pushed around it.
+// says why it cannot; on a GPU it records a memset, its launching API call, the external id pushed
+// around it and, NVTX injection arranged before the process's first NVTX call, the NVTX range
+// around it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #ifdef MPBENCH_TEST_WITH_CUDA
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 #endif
 
 namespace mpbench::profiler {
@@ -32,14 +34,18 @@ TEST(CuptiCollector, StartsOrSaysWhyNot) {
 TEST(CuptiCollector, RecordsAMemsetItsLaunchAndTheExternalId) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no usable GPU";
+  // No other test of this binary makes an NVTX call, so this comes before the first.
+  const std::string injection = arrange_nvtx_injection();
   void* buffer = nullptr;
   ASSERT_EQ(cudaMalloc(&buffer, 1 << 20), cudaSuccess);
   Trace t;
   {
     CuptiCollector collector;
+    nvtxRangePushA("mpbench test range");
     collector.push_external_id(42);
     ASSERT_EQ(cudaMemsetAsync(buffer, 0, 1 << 20), cudaSuccess);
     collector.pop_external_id();
+    nvtxRangePop();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     t = collector.stop();
     EXPECT_EQ(collector.dropped_records(), 0u);
@@ -55,6 +61,9 @@ TEST(CuptiCollector, RecordsAMemsetItsLaunchAndTheExternalId) {
   EXPECT_NE(api->name.find("Memset"), std::string::npos) << api->name;
   EXPECT_TRUE(std::any_of(t.external_correlations.begin(), t.external_correlations.end(),
                           [&](const ExternalCorrelation& e) { return e.external_id == 42 && e.correlation_id == corr; }));
+  ASSERT_EQ(t.nvtx_ranges.size(), 1u) << injection;
+  EXPECT_EQ(t.nvtx_ranges[0].name, "mpbench test range");
+  EXPECT_TRUE(t.nvtx_ranges[0].time.contains(api->time));
 }
 #endif
 

@@ -87,6 +87,55 @@ TEST(ChromeTrace, GpuWorkIsPlacedByDeviceAndStreamHostWorkByThread) {
   EXPECT_EQ((names[{4242, 100}]), "thread 100");
 }
 
+MarkerEvent marker(MarkerEvent::Kind kind, std::uint32_t id, std::uint64_t t, std::string name = "",
+                   std::uint64_t thread = 100) {
+  return {kind, id, t, thread, std::move(name)};
+}
+
+TEST(NvtxMarkers, StartsPairWithTheirEndsByIdInStartOrder) {
+  using K = MarkerEvent::Kind;
+  // Two nested push/pop ranges on one thread, one on another, a mark, and a range open at each
+  // edge of the collection (an end without its start, a start without its end).
+  const std::vector<MarkerEvent> markers = {
+      marker(K::end, 1, 50),                          marker(K::start, 2, 100, "c_fc L0 forward"),
+      marker(K::start, 3, 110, "cublasLtMatmul", 100), marker(K::start, 4, 120, "adamw optimizer", 200),
+      marker(K::instant, 5, 130, "mark"),             marker(K::end, 3, 140),
+      marker(K::end, 2, 150),                          marker(K::end, 4, 160),
+      marker(K::start, 6, 170, "still open")};
+  const std::vector<RangeRecord> ranges = ranges_from_markers(markers);
+  ASSERT_EQ(ranges.size(), 3u);
+  EXPECT_EQ(ranges[0].name, "c_fc L0 forward");
+  EXPECT_EQ(ranges[0].time.start_ns, 100u);
+  EXPECT_EQ(ranges[0].time.end_ns, 150u);
+  EXPECT_EQ(ranges[1].name, "cublasLtMatmul");
+  EXPECT_TRUE(ranges[0].time.contains(ranges[1].time));
+  EXPECT_EQ(ranges[2].name, "adamw optimizer");
+  EXPECT_EQ(ranges[2].thread, 200u);
+  EXPECT_EQ(ranges[2].time.duration_ns(), 40u);
+  for (const RangeRecord& r : ranges) EXPECT_EQ(r.external_id, 0u);
+}
+
+TEST(ChromeTrace, NvtxRangesHaveTracksOfTheirOwn) {
+  Trace t = small_trace();
+  t.nvtx_ranges = {range("c_fc L0 forward", 1'001'000, 1'006'000), range("inner", 1'002'000, 1'003'000)};
+  const json trace = chrome_trace(t);
+  mpbench::testing::expect_trace_event_format(trace);
+  const auto& outer = event_named(trace, "c_fc L0 forward");
+  const auto& inner = event_named(trace, "inner");
+  EXPECT_EQ(outer["cat"], "nvtx");
+  EXPECT_EQ(outer["tid"], inner["tid"]);
+  EXPECT_GE(outer["tid"].get<std::uint64_t>(), kNvtxTrackBase);
+  EXPECT_NE(outer["tid"], event_named(trace, "forward")["tid"]) << "apart from the op ranges";
+  EXPECT_DOUBLE_EQ(outer["ts"].get<double>(), 1.0);
+  bool named = false;
+  for (const auto& m : events_with_phase(trace, "M"))
+    named |= m["tid"] == outer["tid"] && m["args"]["name"] == "NVTX (thread 100)";
+  EXPECT_TRUE(named);
+  // The NVTX ranges widen the trace's span like every record.
+  t.nvtx_ranges.push_back(range("late", 2'000'000, 2'000'500));
+  EXPECT_EQ(t.span()->end_ns, 2'000'500u);
+}
+
 TEST(ChromeTrace, RangesHaveTheirOwnTrackThatNests) {
   const json trace = chrome_trace(small_trace());
   const auto& outer = event_named(trace, "forward");
