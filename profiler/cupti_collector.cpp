@@ -57,8 +57,10 @@ void resolve(void* library, const char* name, F& out) {
   if (!out) throw CuptiUnavailable(fmt::format("libcupti has no {}: it is older than this mpbench expects", name));
 }
 
+}  // namespace
+
 // Loaded once and never closed: closing CUPTI 13.0-13.1 crashes at exit (PAPI PR #594).
-void* cupti_library() {
+void* detail::cupti_library() {
   static void* const library = [] {
     void* found = nullptr;
     for (const char* name : {"libcupti.so.13", "libcupti.so"})
@@ -70,6 +72,10 @@ void* cupti_library() {
   }();
   return library;
 }
+
+namespace {
+
+using detail::cupti_library;
 
 const Cupti& cupti() {
   static const Cupti loaded = [] {
@@ -264,7 +270,7 @@ std::string arrange_nvtx_injection() {
   if (const char* set = std::getenv(kVariable); set && *set)
     return fmt::format("{} was already set to {}: left as is", kVariable, set);
   const link_map* map = nullptr;
-  if (dlinfo(cupti_library(), RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || !*map->l_name) {
+  if (dlinfo(detail::cupti_library(), RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || !*map->l_name) {
     const char* why = dlerror();
     throw CuptiUnavailable(fmt::format("cannot tell where libcupti was loaded from: {}", why ? why : "no path in its link map"));
   }

@@ -1,5 +1,6 @@
 // Builds without a CUDA toolkit have no CUPTI headers: the collector only says so.
 #include "profiler/cupti_collector.hpp"
+#include "profiler/kernel_counters.hpp"
 
 namespace mpbench::profiler {
 
@@ -14,5 +15,12 @@ std::uint64_t CuptiCollector::timestamp_ns() const { return 0; }
 std::string arrange_nvtx_injection() {
   throw CuptiUnavailable("this mpbench was built without CUDA, so NVTX has no CUPTI to reach");
 }
+
+struct KernelCounterCollector::Session {};
+KernelCounterCollector::KernelCounterCollector(const std::vector<std::string>&, std::size_t) {
+  throw CuptiUnavailable("this mpbench was built without CUDA, so it has no CUPTI to read GPU counters with");
+}
+KernelCounterCollector::~KernelCounterCollector() = default;
+std::vector<double> KernelCounterCollector::stop() { return {}; }
 
 }  // namespace mpbench::profiler
