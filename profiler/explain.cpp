@@ -359,6 +359,64 @@ void attention_kernels_rule(const CaseResult& c, const CaseResult& base, const C
                         evidence));
 }
 
+// Modes whose GEMMs read tf32, fp16 or bf16, which cuBLASLt runs on Tensor Cores unless told not
+// to; fp32 is pedantic (CUDA cores by design).
+bool gemms_should_use_tensor_cores(const std::string& mode) {
+  return mode == "tf32" || mode == "amp-fp16" || mode == "amp-bf16" || mode == "bf16";
+}
+
+std::string string_or(const json& j, const char* key, const std::string& otherwise) {
+  const json& v = member_or_null(j, key);
+  return v.is_string() ? v.get<std::string>() : otherwise;
+}
+
+// The ops' own record of the algorithm each distinct GEMM problem ran (details.gemm_algorithms,
+// from cuBLASLt's numerical implementation flags): exact where kernel names only suggest, and
+// there without --profile. What --tensor-cores (params.tensor_cores) kept off Tensor Cores is the
+// counterfactual asked for; the rest is the heuristic's choice.
+void gemm_algorithms_rule(const CaseResult& c, std::vector<Finding>& out) {
+  const json& algorithms = member_or_null(c.details, "gemm_algorithms");
+  if (algorithms.is_null() || !gemms_should_use_tensor_cores(c.precision)) return;
+  const auto malformed = [&] {
+    return UsageError(fmt::format("case {}: details.gemm_algorithms must be an array of objects with a boolean "
+                                  "tensor_cores",
+                                  full_id(c)));
+  };
+  if (!algorithms.is_array()) throw malformed();
+  const std::string policy = string_or(c.params, "tensor_cores", "on");
+  json off = json::array();
+  std::vector<std::string> named;
+  std::size_t asked = 0;
+  for (const json& a : algorithms) {
+    if (!a.is_object() || !a.contains("tensor_cores") || !a["tensor_cores"].is_boolean()) throw malformed();
+    if (a["tensor_cores"].get<bool>()) continue;
+    const json& batched = member_or_null(a, "batched");
+    if (policy == "off" || (policy == "batched-off" && batched.is_boolean() && batched.get<bool>())) ++asked;
+    named.push_back(fmt::format("{} ({})", string_or(a, "gemm", "an unnamed GEMM"), string_or(a, "problem", "?")));
+    off.push_back(a);
+  }
+  if (off.empty()) return;
+  std::vector<std::string> why;
+  if (asked > 0) {
+    const std::string kept = policy == "off" ? "every GEMM off Tensor Cores"
+                                             : "attention's batched GEMMs off Tensor Cores, as fp16 batched GEMMs "
+                                               "ran before CUDA 9.1";
+    why.push_back(fmt::format("the policy asked for {}: --tensor-cores {} keeps {}",
+                              asked == off.size() ? std::string("it") : fmt::format("{} of them", asked), policy,
+                              kept));
+  }
+  if (asked < off.size())
+    why.push_back(fmt::format("cuBLASLt's heuristic chose {} (m, n or k not a multiple of {} is the usual cause)",
+                              asked > 0 ? fmt::format("the other {}", off.size() - asked) : std::string("them"),
+                              alignment_elements(c.precision)));
+  json evidence = {{"algorithms", algorithms.size()}, {"off_tensor_cores", off}, {"asked_by_policy", asked}};
+  if (member_or_null(c.params, "tensor_cores").is_string()) evidence["tensor_cores_policy"] = policy;
+  out.push_back(finding("gemm_algorithms_off_tensor_cores", "warning",
+                        fmt::format("{} of {} cuBLASLt algorithms of {} have no Tensor Core op type: {}; {}",
+                                    off.size(), algorithms.size(), c.precision, join(named), join(why, "; ")),
+                        std::move(evidence)));
+}
+
 std::optional<double> measured_speedup(const ResultDocument& doc, const CaseResult& c, const CaseResult* base,
                                        const std::string& baseline) {
   for (const auto& s : doc.speedups)
@@ -391,6 +449,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const CaseResult& c, con
     breakdown_rules(c, mode, e.findings);
   }
   if (base) attention_kernels_rule(c, *base, e, e.findings);
+  gemm_algorithms_rule(c, e.findings);
   return e;
 }
 

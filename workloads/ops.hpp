@@ -117,6 +117,19 @@ struct MatmulPrecision {
   num::Format output = num::Format::fp32;
 };
 
+// One algorithm the ops' GEMM library chose for one distinct GEMM problem, as the library
+// describes it (cuBLASLt: its CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS and compute type): the record
+// of where each GEMM ran, which kernel names in a profile only suggest.
+struct GemmAlgorithm {
+  std::string gemm;     // the GEMM that first needed it, e.g. "attention scores (q k^T)"
+  std::string problem;  // precision, m, n, k, batch, transposes
+  GemmPrecision precision = GemmPrecision::fp32;
+  bool batched = false;
+  bool tensor_cores = false;  // the numerical implementation flags have a Tensor Core op type
+  std::uint64_t numerical_impl_flags = 0;
+  std::string compute_type;  // e.g. "CUBLAS_COMPUTE_32F"
+};
+
 // Which GEMMs may run on Tensor Cores: a GPU counterfactual (`mpbench run --tensor-cores`). on: the
 // library's choice; off: every GEMM on CUDA-core algorithms; batched_off: only attention's batched
 // GEMMs on CUDA cores (as fp16 batched GEMMs ran before CUDA 9.1), the others as with on.
@@ -185,6 +198,9 @@ class TransformerOps : public virtual OpsMemory {
   // Why these ops cannot run GEMMs in `precision`, or nothing when they can.
   virtual std::optional<std::string> unsupported(GemmPrecision precision) const = 0;
   virtual void set_matmul_precision(const MatmulPrecision& precision) = 0;
+  // The algorithms the ops' GEMMs chose so far, one per distinct problem, as the library describes
+  // them; empty where the ops do not know (the reference's loops, oneDNN).
+  virtual std::vector<GemmAlgorithm> gemm_algorithms() const { return {}; }
 
   // Why these ops cannot run attention with `kernels` when the GEMMs run in `precision`, or
   // nothing when they can. Only the CUDA ops have fused attention.

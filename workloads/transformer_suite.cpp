@@ -197,6 +197,24 @@ ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<f
   return run;
 }
 
+// The cuBLASLt algorithms (or another library's) of the mode's GEMM precision, as the ops report
+// them: where each GEMM ran, whatever its kernel's name suggests. The ops keep their choices across
+// modes, so a mode also lists those an earlier mode of the same GEMM precision made (amp-bf16 and
+// bf16 share bf16's), or an earlier mode's checkpoint evaluation (fp32).
+nlohmann::json gemm_algorithms_json(const TransformerOps<float>& ops, amp::Mode mode) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GemmAlgorithm& a : ops.gemm_algorithms()) {
+    if (a.precision != gemm_precision(mode)) continue;
+    out.push_back({{"gemm", a.gemm},
+                   {"problem", a.problem},
+                   {"batched", a.batched},
+                   {"tensor_cores", a.tensor_cores},
+                   {"numerical_impl_flags", fmt::format("{:#x}", a.numerical_impl_flags)},
+                   {"compute_type", a.compute_type}});
+  }
+  return out;
+}
+
 // The checkpoint holds the fp32 weights (the master copy) and their loss and gradient on the next
 // batch computed in fp32, which PyTorch can check whatever mode trained them.
 void write_mode_checkpoint(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run,
@@ -495,6 +513,9 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
                              run.profiled->unprofiled_reason));
       fill_metrics(mode_plan, mode, run, device, floor, c);
       c.details["implementation"] = ops.implementation();  // now naming what the mode's run loaded
+      // Before this mode's checkpoint, whose fp32 evaluation adds fp32 plans.
+      if (auto algorithms = gemm_algorithms_json(ops, mode); !algorithms.empty())
+        c.details["gemm_algorithms"] = std::move(algorithms);
       if (!plan.checkpoint_out.empty()) write_mode_checkpoint(plan, mode, run, ops, *data, c);
     } catch (const OutOfMemoryError& e) {
       c.status = CaseStatus::error;

@@ -184,6 +184,101 @@ TEST(Explain, AttentionKernelsRuleNeedsBothSidesToDisagree) {
   EXPECT_NE(f->message.find("part of the 2.00x"), std::string::npos) << f->message;
 }
 
+json algorithm(const std::string& gemm, const std::string& problem, bool batched, bool tensor_cores) {
+  return {{"gemm", gemm},
+          {"problem", problem},
+          {"batched", batched},
+          {"tensor_cores", tensor_cores},
+          {"numerical_impl_flags", tensor_cores ? "0x10202" : "0x10201"},
+          {"compute_type", "CUBLAS_COMPUTE_32F"}};
+}
+
+// amp-fp16's cuBLASLt record: three matmuls on Tensor Cores, attention's three batched problems on
+// them or not.
+json amp_fp16_algorithms(bool batched_on_tensor_cores) {
+  json out = json::array();
+  for (const char* m : {"m=2304 n=8192 k=768", "m=768 n=8192 k=768", "m=3072 n=8192 k=768"})
+    out.push_back(algorithm("matmul forward (inp weight^T)", std::string("fp16 GEMM ") + m, false, true));
+  out.push_back(algorithm("attention scores (q k^T)", "fp16 GEMM m=1024 n=1024 k=64 batch=96", true,
+                          batched_on_tensor_cores));
+  out.push_back(algorithm("attention output (att v)", "fp16 GEMM m=64 n=1024 k=1024 batch=96", true,
+                          batched_on_tensor_cores));
+  out.push_back(algorithm("attention value gradient (att^T dy)", "fp16 GEMM m=64 n=1024 k=1024 batch=96", true,
+                          batched_on_tensor_cores));
+  return out;
+}
+
+ResultDocument transformer_pair(const std::string& policy, json mode_algorithms, json base_algorithms = nullptr,
+                                const std::string& mode = "amp-fp16") {
+  json base_details = json::object();
+  if (!base_algorithms.is_null()) base_details["gemm_algorithms"] = base_algorithms;
+  return document(json::array(
+      {case_json("transformer", "t", "cuda", "fp32", 0.100, base_details, {{"tensor_cores", policy}}),
+       case_json("transformer", "t", "cuda", mode, 0.080, {{"gemm_algorithms", mode_algorithms}},
+                 {{"tensor_cores", policy}})}));
+}
+
+TEST(Explain, GemmAlgorithmsOffTensorCoresAreCountedAndNamed) {
+  const auto e = explain(transformer_pair("on", amp_fp16_algorithms(false)));
+  const auto* f = finding(case_named(e, "transformer/t/cuda/amp-fp16"), "gemm_algorithms_off_tensor_cores");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, "warning");
+  EXPECT_EQ(f->evidence["algorithms"], 6);
+  EXPECT_EQ(f->evidence["asked_by_policy"], 0);
+  ASSERT_EQ(f->evidence["off_tensor_cores"].size(), 3u);
+  for (const json& a : f->evidence["off_tensor_cores"]) {
+    EXPECT_EQ(a["tensor_cores"], false);
+    EXPECT_EQ(a["batched"], true);
+  }
+  EXPECT_EQ(f->evidence["off_tensor_cores"][0]["gemm"], "attention scores (q k^T)");
+  for (const char* part : {"3 of 6 cuBLASLt algorithms of amp-fp16 have no Tensor Core op type: ",
+                           "attention scores (q k^T) (fp16 GEMM m=1024 n=1024 k=64 batch=96), attention output",
+                           "cuBLASLt's heuristic chose them", "multiple of 8"})
+    EXPECT_NE(f->message.find(part), std::string::npos) << part << ": " << f->message;
+  EXPECT_EQ(f->message.find("policy"), std::string::npos) << "--tensor-cores on asks for nothing: " << f->message;
+  EXPECT_NE(e.to_text().find("[warning] gemm_algorithms_off_tensor_cores: 3 of 6"), std::string::npos) << e.to_text();
+}
+
+TEST(Explain, GemmAlgorithmsKeptOffByTheTensorCorePolicySaySo) {
+  // The CUDA 9.0 counterfactual: attention's batched GEMMs kept off, the matmuls free.
+  const auto batched_off = explain(transformer_pair("batched-off", amp_fp16_algorithms(false)));
+  const auto* f = finding(case_named(batched_off, "transformer/t/cuda/amp-fp16"), "gemm_algorithms_off_tensor_cores");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->evidence["asked_by_policy"], 3);
+  EXPECT_EQ(f->evidence["tensor_cores_policy"], "batched-off");
+  EXPECT_NE(f->message.find("the policy asked for it: --tensor-cores batched-off"), std::string::npos) << f->message;
+  EXPECT_EQ(f->message.find("heuristic"), std::string::npos) << f->message;
+  // A matmul off Tensor Cores too: batched-off did not ask for that one.
+  json algorithms = amp_fp16_algorithms(false);
+  algorithms[1]["tensor_cores"] = false;
+  const auto mixed = explain(transformer_pair("batched-off", algorithms));
+  f = finding(case_named(mixed, "transformer/t/cuda/amp-fp16"), "gemm_algorithms_off_tensor_cores");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->evidence["asked_by_policy"], 3);
+  for (const char* part : {"4 of 6", "the policy asked for 3 of them", "heuristic chose the other 1"})
+    EXPECT_NE(f->message.find(part), std::string::npos) << part << ": " << f->message;
+}
+
+TEST(Explain, GemmAlgorithmsRuleStaysQuietOnTensorCoresAndInFp32) {
+  const auto on = explain(transformer_pair("on", amp_fp16_algorithms(true)));
+  EXPECT_FALSE(finding(case_named(on, "transformer/t/cuda/amp-fp16"), "gemm_algorithms_off_tensor_cores"));
+  // fp32 is pedantic: CUDA-core algorithms by design, as the baseline and against another baseline.
+  json fp32 = json::array({algorithm("matmul forward (inp weight^T)", "fp32 GEMM m=768 n=8192 k=768", false, false)});
+  const auto doc = transformer_pair("on", amp_fp16_algorithms(true), fp32);
+  const auto e = explain(doc);
+  EXPECT_TRUE(std::none_of(e.cases.begin(), e.cases.end(), [](const CaseExplanation& c) {
+    return c.precision == "fp32";
+  })) << "the fp32 baseline is listed only when a rule fires on it";
+  const auto against_amp = explain(doc, "amp-fp16");
+  EXPECT_FALSE(finding(case_named(against_amp, "transformer/t/cuda/fp32"), "gemm_algorithms_off_tensor_cores"));
+  // tf32 GEMMs should use Tensor Cores too; their rows align at 4 elements.
+  json tf32 = json::array({algorithm("matmul forward (inp weight^T)", "tf32 GEMM m=768 n=8192 k=767", false, false)});
+  const auto* f = finding(case_named(explain(transformer_pair("on", tf32, nullptr, "tf32")), "transformer/t/cuda/tf32"),
+                          "gemm_algorithms_off_tensor_cores");
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->message.find("multiple of 4"), std::string::npos) << f->message;
+}
+
 TEST(Explain, GpuGemmsNotOnTensorCoresGetTheirLikelyReason) {
   const json no_tc = {{"algorithm", {{"tensor_cores", false}, {"algo_id", 3}}}};
   const json tc = {{"algorithm", {{"tensor_cores", true}}}};
@@ -309,6 +404,12 @@ TEST(Explain, MalformedInputIsAUsageError) {
   const auto negative = document(json::array({case_json("t", "t", "cuda", "fp32", 0.1, {{"breakdown", {{"gemm", 1}}}}),
                                               case_json("t", "t", "cuda", "bf16", 0.1, {{"breakdown", {{"gemm", -1}}}})}));
   EXPECT_THROW(explain(negative), UsageError);
+  for (const json& algorithms :
+       {json("fast"), json::array({json{{"gemm", "g"}}}), json::array({json{{"tensor_cores", "no"}}})}) {
+    const auto doc = document(json::array({case_json("t", "t", "cuda", "fp32", 0.1),
+                                           case_json("t", "t", "cuda", "bf16", 0.1, {{"gemm_algorithms", algorithms}})}));
+    EXPECT_THROW(explain(doc), UsageError) << algorithms.dump();
+  }
 }
 
 class ExplainCli : public ::testing::Test {

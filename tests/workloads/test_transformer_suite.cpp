@@ -175,6 +175,7 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
     EXPECT_EQ(c->details["memory"]["allocated_peak_bytes"], c->details["memory"]["estimate_bytes"]);
     EXPECT_GT(c->details["entropy_floor"].get<double>(), 0);
     EXPECT_FALSE(c->rates.contains("mfu")) << "no datasheet peak for CPUs";
+    EXPECT_FALSE(c->details.contains("gemm_algorithms")) << "the reference ops know no GEMM algorithm";
     // Host-timed op ranges: every op of the model appears, and they account for most of a step.
     const auto& breakdown = c->details["breakdown"];
     for (const char* category : {"gemm", "attention", "normalization", "elementwise", "reduction", "optimizer"})
@@ -198,6 +199,118 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
   EXPECT_LT(std::abs(fp16.details["final_loss_vs_fp32"].get<double>()), 0.02);
   EXPECT_EQ(outcome.cases[2].status, CaseStatus::skipped);
   EXPECT_NE(outcome.cases[2].message.find("fp8"), std::string::npos);
+}
+
+// The reference ops, reporting hand-built GEMM algorithms as the CUDA ops report cuBLASLt's.
+// ReferenceOps is final, so this wraps one and forwards every op to it (host memory on both sides).
+class ReportingOps final : public TransformerOps<float>, public HostOpsMemory {
+ public:
+  explicit ReportingOps(std::vector<GemmAlgorithm> algorithms) : algorithms_(std::move(algorithms)) {}
+  std::vector<GemmAlgorithm> gemm_algorithms() const override { return algorithms_; }
+
+  std::string implementation() const override { return ref_.implementation(); }
+  std::optional<std::string> unsupported(GemmPrecision p) const override { return ref_.unsupported(p); }
+  void set_matmul_precision(const MatmulPrecision& p) override { ref_.set_matmul_precision(p); }
+  void round_to(float* x, std::size_t n, num::Format f) override { ref_.round_to(x, n, f); }
+  void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C) override {
+    ref_.encoder_forward(out, tokens, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                        int C) override {
+    ref_.encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override {
+    ref_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
+    ref_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override {
+    ref_.matmul_forward(out, inp, weight, bias, N, C, OC);
+  }
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int C, int OC) override {
+    ref_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
+    ref_.attention_forward(out, att, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
+                          int NH) override {
+    ref_.attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+  }
+  void gelu_forward(float* out, const float* inp, std::size_t n) override { ref_.gelu_forward(out, inp, n); }
+  void gelu_backward(float* dinp, const float* dout, const float* inp, std::size_t n) override {
+    ref_.gelu_backward(dinp, dout, inp, n);
+  }
+  void residual_forward(float* out, const float* a, const float* b, std::size_t n) override {
+    ref_.residual_forward(out, a, b, n);
+  }
+  void residual_backward(float* da, float* db, const float* dout, std::size_t n) override {
+    ref_.residual_backward(da, db, dout, n);
+  }
+  void softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const std::int32_t* targets,
+                                    int N, int V, int Vp) override {
+    ref_.softmax_crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
+  }
+  void softmax_crossentropy_backward(float* dlogits, const float* dlosses, const float* probs,
+                                     const std::int32_t* targets, int N, int V, int Vp) override {
+    ref_.softmax_crossentropy_backward(dlogits, dlosses, probs, targets, N, V, Vp);
+  }
+  void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                    const AdamWStep& step) override {
+    ref_.adamw_update(params, grads, m, v, n, step);
+  }
+  double global_norm(const float* grads, std::size_t n) override { return ref_.global_norm(grads, n); }
+  void copy(float* dst, const float* src, std::size_t n) override { ref_.copy(dst, src, n); }
+
+ private:
+  ReferenceOps<float> ref_;
+  std::vector<GemmAlgorithm> algorithms_;
+};
+
+TEST(TransformerSuite, EachModeRecordsTheGemmAlgorithmsOfItsPrecision) {
+  const DeviceInfo device = cpu_with(64ull << 30);
+  TransformerSuiteOptions o = tiny(3);
+  o.modes = {amp::Mode::fp32, amp::Mode::amp_fp16, amp::Mode::amp_bf16};
+  const TransformerPlan plan = plan_transformer_run(o, device);
+  ReportingOps ops({{"matmul forward (inp weight^T)", "bf16 GEMM m=64 n=16 k=64", GemmPrecision::bf16, false, true,
+                     0x20202, "CUBLAS_COMPUTE_32F"},
+                    {"matmul forward (inp weight^T)", "fp32 GEMM m=64 n=16 k=64", GemmPrecision::fp32, false, false,
+                     0x80201, "CUBLAS_COMPUTE_32F_PEDANTIC"},
+                    {"attention scores (q k^T)", "bf16 GEMM m=16 n=16 k=16 batch=16", GemmPrecision::bf16, true,
+                     false, 0x20201, "CUBLAS_COMPUTE_32F_PEDANTIC"}});
+  const auto outcome = run_transformer_suite(plan, ops, device, [](const std::string&) {});
+  ASSERT_EQ(outcome.cases.size(), 3u);
+  for (const CaseResult& c : outcome.cases) ASSERT_EQ(c.status, CaseStatus::ok) << c.precision << ": " << c.message;
+  const nlohmann::json& fp32 = outcome.cases[0].details;
+  ASSERT_TRUE(fp32.contains("gemm_algorithms")) << fp32.dump();
+  ASSERT_EQ(fp32["gemm_algorithms"].size(), 1u);
+  EXPECT_EQ(fp32["gemm_algorithms"][0],
+            nlohmann::json({{"gemm", "matmul forward (inp weight^T)"},
+                            {"problem", "fp32 GEMM m=64 n=16 k=64"},
+                            {"batched", false},
+                            {"tensor_cores", false},
+                            {"numerical_impl_flags", "0x80201"},
+                            {"compute_type", "CUBLAS_COMPUTE_32F_PEDANTIC"}}));
+  EXPECT_FALSE(outcome.cases[1].details.contains("gemm_algorithms")) << "no fp16 algorithm: nothing to record";
+  const nlohmann::json& bf16 = outcome.cases[2].details;
+  ASSERT_TRUE(bf16.contains("gemm_algorithms")) << bf16.dump();
+  ASSERT_EQ(bf16["gemm_algorithms"].size(), 2u);
+  EXPECT_EQ(bf16["gemm_algorithms"][0]["problem"], "bf16 GEMM m=64 n=16 k=64");
+  EXPECT_EQ(bf16["gemm_algorithms"][0]["tensor_cores"], true);
+  EXPECT_EQ(bf16["gemm_algorithms"][0]["numerical_impl_flags"], "0x20202");
+  EXPECT_EQ(bf16["gemm_algorithms"][1],
+            nlohmann::json({{"gemm", "attention scores (q k^T)"},
+                            {"problem", "bf16 GEMM m=16 n=16 k=16 batch=16"},
+                            {"batched", true},
+                            {"tensor_cores", false},
+                            {"numerical_impl_flags", "0x20201"},
+                            {"compute_type", "CUBLAS_COMPUTE_32F_PEDANTIC"}}));
 }
 
 TEST(TransformerSuite, AnInterruptKeepsOnlyFinishedModes) {

@@ -348,13 +348,14 @@ void CudaTransformerOps::end_op() {
   if (!op_ranges_.empty()) op_ranges_.pop_back();
 }
 
-std::vector<CudaTransformerOps::GemmChoice> CudaTransformerOps::gemm_choices() const {
-  std::vector<GemmChoice> choices;
+std::vector<GemmAlgorithm> CudaTransformerOps::gemm_algorithms() const {
+  std::vector<GemmAlgorithm> algorithms;
   for (const auto& [key, plan] : plans_->plans) {
-    choices.push_back({plan.name, problem_text(key), key.batch > 1, uses_tensor_cores(plan.numerical_impl_flags),
-                       plan.numerical_impl_flags, compute_type_name(plan.compute)});
+    algorithms.push_back({plan.name, problem_text(key), key.precision, key.batch > 1,
+                          uses_tensor_cores(plan.numerical_impl_flags), plan.numerical_impl_flags,
+                          compute_type_name(plan.compute)});
   }
-  return choices;
+  return algorithms;
 }
 
 num::Format CudaTransformerOps::input_format() const { return gemm_input_format(precision_.gemm); }

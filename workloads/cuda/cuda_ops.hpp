@@ -45,17 +45,6 @@ class CudaTransformerOps final : public TransformerOps<float> {
   void set_tensor_core_policy(TensorCorePolicy policy) { tensor_core_policy_ = policy; }
   TensorCorePolicy tensor_core_policy() const { return tensor_core_policy_; }
 
-  // One cuBLASLt algorithm the ops chose (one per distinct problem), as cuBLASLt describes it.
-  struct GemmChoice {
-    std::string gemm;      // the GEMM that first needed it, e.g. "attention scores (q k^T)"
-    std::string problem;   // precision, m, n, k, batch, transposes
-    bool batched = false;
-    bool tensor_cores = false;  // CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS has a Tensor Core op type
-    std::uint64_t numerical_impl_flags = 0;
-    std::string compute_type;
-  };
-  std::vector<GemmChoice> gemm_choices() const;
-
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void fill_zero(void* p, std::size_t bytes) override;
@@ -65,6 +54,8 @@ class CudaTransformerOps final : public TransformerOps<float> {
   std::optional<std::string> unsupported(GemmPrecision precision) const override;
   std::optional<std::string> attention_unsupported(AttentionKernels kernels, GemmPrecision precision) const override;
   void set_matmul_precision(const MatmulPrecision& precision) override;
+  // One per cached cuBLASLt plan: a problem differs by precision, shape, strides, alignment and policy.
+  std::vector<GemmAlgorithm> gemm_algorithms() const override;
   void round_to(float* x, std::size_t n, num::Format format) override;
   void begin_op(std::string_view op, int layer, Phase phase) override;
   void end_op() override;
@@ -106,7 +97,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
   // cuBLASLt's terms; A and B hold operands of the current precision's input format, D is fp32.
   // batch > 1: strided-batched, each matrix `stride_*` elements after the previous one.
   struct GemmCall {
-    const char* name = "";  // what the GEMM computes, for errors and gemm_choices
+    const char* name = "";  // what the GEMM computes, for errors and gemm_algorithms
     bool transpose_a = false, transpose_b = false;
     std::int64_t m = 0, n = 0, k = 0;
     const void* a = nullptr;

@@ -653,10 +653,11 @@ TEST_P(CudaTensorCorePolicy, KeptOffTensorCoresAndStillMatchesTheReference) {
   gpu_->set_tensor_core_policy(c.policy);
   EXPECT_NE(gpu_->implementation().find("off Tensor Cores"), std::string::npos) << gpu_->implementation();
   expect_model_matches_reference(*gpu_, ref_, c.mode, seed_);
-  const std::vector<CudaTransformerOps::GemmChoice> choices = gpu_->gemm_choices();
+  const std::vector<GemmAlgorithm> choices = gpu_->gemm_algorithms();
   std::size_t batched = 0, single = 0;
-  for (const CudaTransformerOps::GemmChoice& choice : choices) {
+  for (const GemmAlgorithm& choice : choices) {
     ++(choice.batched ? batched : single);
+    EXPECT_EQ(choice.precision, gemm_precision(c.mode.mode)) << choice.gemm << " (" << choice.problem << ")";
     if (c.policy == TensorCorePolicy::off || choice.batched) {
       EXPECT_FALSE(choice.tensor_cores) << choice.gemm << " (" << choice.problem << ", " << choice.compute_type
                                         << "): numerical implementation flags 0x" << std::hex
