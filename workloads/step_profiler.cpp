@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "profiler/cupti_collector.hpp"
+#include "profiler/kernel_counters.hpp"
 
 namespace mpbench::workloads {
 namespace {
@@ -60,7 +61,7 @@ class HostStepProfiler final : public StepProfiler {
   RangeStack ranges_;
 };
 
-class CuptiStepProfiler final : public StepProfiler {
+class CuptiStepProfiler : public StepProfiler {
  public:
   explicit CuptiStepProfiler(OpsMemory& ops) : ops_(ops) {}
 
@@ -87,7 +88,7 @@ class CuptiStepProfiler final : public StepProfiler {
   }
   bool records_gpu_activity() const override { return true; }
   std::string source() const override {
-    return "CUPTI activity records (concurrent kernels, memcpy, memset, runtime API), each op range pushing an "
+    return "CUPTI activity records (concurrent kernels, memcpy, memset, runtime API, NVTX markers), each op range pushing an "
            "external correlation id";
   }
 
@@ -108,10 +109,39 @@ class CuptiStepProfiler final : public StepProfiler {
     for (auto& r : trace.ranges) r.thread = *cupti_thread;
   }
 
+ protected:
   OpsMemory& ops_;
+
+ private:
   profiler::CuptiCollector collector_;
   RangeStack ranges_;
   std::uint64_t last_id_ = 0;
+};
+
+// The activity collector for attribution, the range profiler for the counts; both see the same
+// kernels, so the counts attach in launch order.
+class CountingStepProfiler final : public CuptiStepProfiler {
+ public:
+  CountingStepProfiler(OpsMemory& ops, std::size_t max_kernels)
+      : CuptiStepProfiler(ops), counters_(profiler::tensor_pipe_metric_candidates(), max_kernels) {}
+
+  profiler::Trace finish() override {
+    ops_.synchronize();
+    const std::vector<double> counts = counters_.stop();
+    profiler::Trace trace = CuptiStepProfiler::finish();
+    if (counters_.dropped_kernels() > 0 || !profiler::attach_tensor_pipe_counters(trace, counts))
+      throw profiler::CuptiUnavailable(fmt::format(
+          "the range profiler counted {} kernels ({} dropped) where the activity records hold {}: counts not attached",
+          counts.size(), counters_.dropped_kernels(), trace.kernels.size()));
+    return trace;
+  }
+  std::string source() const override {
+    return CuptiStepProfiler::source() + "; each kernel counted by CUPTI's range profiler (auto range, kernel replay)";
+  }
+  std::optional<std::string> counted_metric() const override { return counters_.metric(); }
+
+ private:
+  profiler::KernelCounterCollector counters_;
 };
 
 }  // namespace
@@ -119,6 +149,10 @@ class CuptiStepProfiler final : public StepProfiler {
 std::unique_ptr<StepProfiler> host_step_profiler() { return std::make_unique<HostStepProfiler>(); }
 
 std::unique_ptr<StepProfiler> cupti_step_profiler(OpsMemory& ops) { return std::make_unique<CuptiStepProfiler>(ops); }
+
+std::unique_ptr<StepProfiler> counting_step_profiler(OpsMemory& ops, std::size_t max_kernels) {
+  return std::make_unique<CountingStepProfiler>(ops, max_kernels);
+}
 
 std::unique_ptr<StepProfiler> start_step_profiler(const DeviceInfo& device, OpsMemory& ops) {
   if (device.backend == "cuda") return cupti_step_profiler(ops);

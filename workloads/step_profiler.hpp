@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,8 @@ class StepProfiler : public OpRangeListener {
   virtual bool records_gpu_activity() const = 0;
   // What recorded the trace, for the result document.
   virtual std::string source() const = 0;
+  // The hardware metric counted per kernel (KernelRecord::tensor_pipe_pct), when one was.
+  virtual std::optional<std::string> counted_metric() const { return std::nullopt; }
 };
 
 // Op ranges timed on the host's steady clock, for ops that run synchronously on the host.
@@ -31,6 +34,12 @@ std::unique_ptr<StepProfiler> host_step_profiler();
 // A CUPTI collector around the steps; op ranges are timed on CUPTI's clock. `ops` is synchronized
 // before the collector stops. Throws profiler::CuptiUnavailable when CUPTI cannot collect.
 std::unique_ptr<StepProfiler> cupti_step_profiler(OpsMemory& ops);
+
+// As cupti_step_profiler, and every kernel also counted with CUPTI's range profiler (kernel
+// replay: slow, never for timed steps); finish() gives each kernel record its tensor pipe %, for
+// at most `max_kernels` kernels. Throws profiler::CuptiUnavailable when counters cannot be read
+// (no permission among the causes), or when the counts do not match the kernels.
+std::unique_ptr<StepProfiler> counting_step_profiler(OpsMemory& ops, std::size_t max_kernels);
 
 // Starts the profiler a run on `device` uses: CUPTI on a GPU, the host clock on the CPU.
 using StartStepProfiler = std::function<std::unique_ptr<StepProfiler>(const DeviceInfo& device, OpsMemory& ops)>;

@@ -17,6 +17,7 @@
 #include "profiler/attribute.hpp"
 #include "profiler/breakdown.hpp"
 #include "profiler/cupti_collector.hpp"
+#include "profiler/kernel_counters.hpp"
 #include "profiler/trace_export.hpp"
 #include "workloads/checkpoint.hpp"
 #include "workloads/data.hpp"
@@ -115,6 +116,7 @@ struct ProfiledSteps {
   bool gpu_activity = false;
   std::string source;
   std::string unprofiled_reason;  // set when the profiler could not record (CUPTI unavailable)
+  nlohmann::json counters;        // --counters: how the counted step went (null without)
 };
 
 struct ModeRun {
@@ -133,6 +135,35 @@ std::string progress_line(const TransformerPlan& plan, amp::Mode mode, const Ste
   if (amp::policy(mode).loss_scaling == amp::LossScaling::dynamic) line += fmt::format(" scale {:g}", r.loss_scale);
   if (r.skipped) line += " (skipped: non-finite gradients)";
   return line;
+}
+
+// Enough auto ranges for one training step of the largest configs (each kernel is one).
+constexpr std::size_t kMaxCountedKernels = 1 << 16;
+
+// --counters: one more step with every kernel counted (kernel replay makes it slow, so it is
+// neither timed nor profiled), its tensor pipe % carried to the same kernels of the profiled
+// steps, whose breakdown then has measured Tensor Core evidence. What happened, for details.
+nlohmann::json count_step(Trainer& trainer, TransformerOps<float>& ops, TokenSource& data, profiler::Trace& profiled) {
+  try {
+    const auto counter = counting_step_profiler(ops, kMaxCountedKernels);
+    struct StopListening {
+      TransformerOps<float>& ops;
+      ~StopListening() { ops.listen_to_ops(nullptr); }
+    } stop_listening{ops};
+    ops.listen_to_ops(counter.get());
+    trainer.step(data);
+    ops.listen_to_ops(nullptr);
+    const profiler::Trace counted = counter->finish();
+    const std::size_t carried = profiler::carry_tensor_pipe_counters(counted, profiled);
+    return {{"status", "counted"},
+            {"metric", counter->counted_metric().value_or("")},
+            {"counted_kernels", counted.kernels.size()},
+            {"profiled_kernels", profiled.kernels.size()},
+            {"profiled_kernels_with_counts", carried},
+            {"source", counter->source()}};
+  } catch (const profiler::CuptiUnavailable& e) {
+    return {{"status", "unavailable"}, {"reason", e.what()}};
+  }
 }
 
 // Runs plan.profile_steps more steps with the profiler listening to every op range. Host timing
@@ -157,6 +188,7 @@ ProfiledSteps profile_steps(const TransformerPlan& plan, Trainer& trainer, Trans
     out.trace = recorder->finish();
     out.gpu_activity = recorder->records_gpu_activity();
     out.source = recorder->source();
+    if (plan.counters && out.gpu_activity && !interrupted) out.counters = count_step(trainer, ops, data, out.trace);
   } catch (const profiler::CuptiUnavailable& e) {
     out = ProfiledSteps{};
     out.unprofiled_reason = e.what();
@@ -302,8 +334,11 @@ void fill_profile(const TransformerPlan& plan, amp::Mode mode, const ProfiledSte
                             {"overhead", profiled / unprofiled - 1.0}};
   if (p.gpu_activity) {
     profile["kernels"] = p.trace.kernels.size();
+    profile["nvtx_ranges_per_step"] =
+        static_cast<double>(p.trace.nvtx_ranges.size()) / static_cast<double>(p.step_seconds.size());
     c.details["breakdown"] = gpu_breakdown(p);
   }
+  if (!p.counters.is_null()) profile["counters"] = p.counters;
   if (!plan.trace_file.empty()) {
     const auto path = trace_path_for(plan.trace_file, mode);
     profiler::write_chrome_trace(path, p.trace);
@@ -428,7 +463,10 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
   plan.checkpoint_in = options.checkpoint_in;
   plan.checkpoint_out = options.checkpoint_out;
   plan.trace_file = options.trace_file;
-  plan.profile_steps = options.profile || !options.trace_file.empty() ? kProfiledSteps : 0;
+  plan.counters = options.counters;
+  if (plan.counters && on_cpu(device))
+    throw UsageError(fmt::format("--counters on {}: it reads GPU hardware counters (CUPTI's range profiler)", device.name));
+  plan.profile_steps = options.profile || options.counters || !options.trace_file.empty() ? kProfiledSteps : 0;
   plan.tensor_cores = parse_tensor_core_policy(options.tensor_cores);
   if (plan.tensor_cores != TensorCorePolicy::on && on_cpu(device)) {
     throw UsageError(fmt::format("--tensor-cores {} on {}: Tensor Cores are a GPU feature: use --cpu-isa for the "

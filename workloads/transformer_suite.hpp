@@ -39,6 +39,7 @@ struct TransformerSuiteOptions {
   bool quick = false;
   bool profile = false;          // profile a few extra steps per mode (details.profile, breakdown)
   std::string trace_file;        // Chrome trace of each mode's profiled steps (implies profile)
+  bool counters = false;         // GPU: count every kernel's tensor pipe % in one more step (implies profile)
 };
 
 // Steps profiled per mode after the timed ones (when asked).
@@ -55,6 +56,7 @@ struct TransformerPlan {
   std::string checkpoint_in, checkpoint_out;
   int profile_steps = 0;   // extra steps per mode, profiled and left out of the step-time statistics
   std::string trace_file;  // empty: no trace
+  bool counters = false;   // after the profiled steps, one step with hardware counters per kernel
   // Which GEMMs the ops may run on Tensor Cores; the ops are set to it by whoever makes them.
   TensorCorePolicy tensor_cores = TensorCorePolicy::on;
   // The attention kernels every mode runs; none (auto): fused where the ops have fused attention

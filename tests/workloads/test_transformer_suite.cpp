@@ -119,6 +119,24 @@ TEST(TransformerPlan, AttentionChosenByHandNamesTheCaseAndFusedIsRefusedOnTheCpu
   }
 }
 
+TEST(TransformerPlan, CountersImplyProfilingOnAGpuAndAreRefusedOnTheCpu) {
+  DeviceInfo gpu = cpu_with(141ull << 30);
+  gpu.backend = "cuda";
+  TransformerSuiteOptions o = tiny(10);
+  EXPECT_FALSE(plan_transformer_run(o, gpu).counters);
+  EXPECT_EQ(plan_transformer_run(o, gpu).profile_steps, 0);
+  o.counters = true;
+  const TransformerPlan counted = plan_transformer_run(o, gpu);
+  EXPECT_TRUE(counted.counters);
+  EXPECT_EQ(counted.profile_steps, kProfiledSteps);
+  try {
+    plan_transformer_run(o, cpu_with(64ull << 30));
+    FAIL() << "--counters planned on a CPU";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU hardware counters"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TransformerPlan, ABatchThatDoesNotFitSaysWhatItNeedsAndWhatFits) {
   TransformerSuiteOptions o;
   o.config = "gpt2-124m";

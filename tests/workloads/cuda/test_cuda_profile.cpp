@@ -1,6 +1,8 @@
 // A profiled training step of the tiny model on the GPU: CUPTI records its kernels and every one
-// is attributed to an op range through the external correlation ids the ranges push. Skipped, with
-// the reason, where no GPU is usable or CUPTI cannot collect (another profiler, no permission).
+// is attributed to an op range through the external correlation ids the ranges push; a counted
+// step gives every kernel its tensor pipe %, busy in bf16 GEMMs and idle in mpbench's own
+// kernels. Skipped, with the reason, where no GPU is usable or CUPTI cannot collect (another
+// profiler, no permission for counters).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,6 +11,7 @@
 #include "core/error.hpp"
 #include "profiler/attribute.hpp"
 #include "profiler/breakdown.hpp"
+#include "profiler/classify.hpp"
 #include "profiler/cupti_collector.hpp"
 #include "workloads/config.hpp"
 #include "workloads/cuda/cuda_ops.hpp"
@@ -59,6 +62,45 @@ TEST(CudaProfile, EveryKernelOfATinyStepIsAttributedToAnOp) {
   EXPECT_LT(b.unattributed_s, 0.01 * gpu_s) << "unattributed GPU time (kernels and copies) above 1%";
   EXPECT_TRUE(b.ops.contains("c_fc L0 forward"));
   EXPECT_TRUE(b.ops.contains("adamw optimizer"));
+}
+
+TEST(CudaProfile, CountedStepMeasuresTensorCoresInGemmsOnly) {
+  if (const auto why = cuda::unavailable_reason()) GTEST_SKIP() << "no usable GPU: " << *why;
+  std::unique_ptr<CudaTransformerOps> ops;
+  try {
+    ops = std::make_unique<CudaTransformerOps>(0);
+  } catch (const UsageError& e) {
+    GTEST_SKIP() << "no usable GPU: " << e.what();
+  }
+  const GptConfig config = config_by_name("tiny");
+  TrainOptions options;
+  options.batch = 4;
+  options.seq_len = 16;
+  options.steps = 3;
+  Trainer trainer(config, options, *ops, amp::Mode::amp_bf16);
+  MarkovTokenStream data(MarkovChain::random(config.vocab, 3, 1), 2);
+  trainer.step(data);
+  std::unique_ptr<StepProfiler> counter;
+  try {
+    counter = counting_step_profiler(*ops, 1 << 14);
+  } catch (const profiler::CuptiUnavailable& e) {
+    GTEST_SKIP() << "no hardware counters here: " << e.what();
+  }
+  ops->listen_to_ops(counter.get());
+  trainer.step(data);
+  ops->listen_to_ops(nullptr);
+  const profiler::Trace trace = counter->finish();
+  ASSERT_TRUE(counter->counted_metric().has_value());
+  ASSERT_GT(trace.kernels.size(), 0u);
+  double gemm_max = 0, own_max = 0;
+  for (const profiler::KernelRecord& k : trace.kernels) {
+    ASSERT_TRUE(k.tensor_pipe_pct.has_value()) << k.name;
+    const profiler::Classification c = profiler::classify_kernel(k);
+    if (profiler::is_gemm(c.category)) gemm_max = std::max(gemm_max, *k.tensor_pipe_pct);
+    if (profiler::is_mpbench_kernel(k.name)) own_max = std::max(own_max, *k.tensor_pipe_pct);
+  }
+  EXPECT_GT(gemm_max, 1.0) << *counter->counted_metric() << ": bf16 GEMMs keep the tensor pipe busy";
+  EXPECT_LT(own_max, 0.1) << "mpbench's elementwise kernels never touch it";
 }
 
 }  // namespace
