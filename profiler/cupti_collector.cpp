@@ -13,6 +13,8 @@
 #include <mutex>
 #include <utility>
 
+#include "profiler/cupti_library.hpp"
+
 namespace mpbench::profiler {
 
 namespace {
@@ -51,11 +53,6 @@ struct Cupti {
   decltype(&cuptiGetResultString) result_string = nullptr;
 };
 
-template <typename F>
-void resolve(void* library, const char* name, F& out) {
-  out = reinterpret_cast<F>(dlsym(library, name));
-  if (!out) throw CuptiUnavailable(fmt::format("libcupti has no {}: it is older than this mpbench expects", name));
-}
 
 }  // namespace
 
@@ -76,22 +73,23 @@ void* detail::cupti_library() {
 namespace {
 
 using detail::cupti_library;
+using detail::resolve;
 
 const Cupti& cupti() {
   static const Cupti loaded = [] {
     void* library = cupti_library();
     Cupti c;
-    resolve(library, "cuptiActivityRegisterCallbacks", c.register_callbacks);
-    resolve(library, "cuptiActivityEnable", c.enable);
-    resolve(library, "cuptiActivityDisable", c.disable);
-    resolve(library, "cuptiActivityFlushAll", c.flush_all);
-    resolve(library, "cuptiActivityGetNextRecord", c.next_record);
-    resolve(library, "cuptiActivityGetNumDroppedRecords", c.dropped);
-    resolve(library, "cuptiActivityPushExternalCorrelationId", c.push_external);
-    resolve(library, "cuptiActivityPopExternalCorrelationId", c.pop_external);
-    resolve(library, "cuptiGetTimestamp", c.timestamp);
-    resolve(library, "cuptiGetCallbackName", c.callback_name);
-    resolve(library, "cuptiGetResultString", c.result_string);
+    resolve(library, "libcupti", "cuptiActivityRegisterCallbacks", c.register_callbacks);
+    resolve(library, "libcupti", "cuptiActivityEnable", c.enable);
+    resolve(library, "libcupti", "cuptiActivityDisable", c.disable);
+    resolve(library, "libcupti", "cuptiActivityFlushAll", c.flush_all);
+    resolve(library, "libcupti", "cuptiActivityGetNextRecord", c.next_record);
+    resolve(library, "libcupti", "cuptiActivityGetNumDroppedRecords", c.dropped);
+    resolve(library, "libcupti", "cuptiActivityPushExternalCorrelationId", c.push_external);
+    resolve(library, "libcupti", "cuptiActivityPopExternalCorrelationId", c.pop_external);
+    resolve(library, "libcupti", "cuptiGetTimestamp", c.timestamp);
+    resolve(library, "libcupti", "cuptiGetCallbackName", c.callback_name);
+    resolve(library, "libcupti", "cuptiGetResultString", c.result_string);
     return c;
   }();
   return loaded;

@@ -43,11 +43,6 @@ class CuptiCollector {
   std::uint64_t dropped_ = 0;
 };
 
-namespace detail {
-// libcupti, loaded with dlopen once for the process. Throws CuptiUnavailable when missing.
-void* cupti_library();
-}  // namespace detail
-
 // NVTX reaches CUPTI only if NVTX_INJECTION64_PATH names libcupti at the process's first NVTX
 // call: call this before any. Sets it to the libcupti this process loads, unless it is already set
 // (e.g. by Nsight Systems), and returns what it did. Throws CuptiUnavailable without libcupti.

@@ -17,11 +17,14 @@
 #include <utility>
 #include <vector>
 
+#include "profiler/cupti_library.hpp"
 #include "profiler/kernel_counters.hpp"
 
 namespace mpbench::profiler {
 
 namespace {
+
+using detail::resolve;
 
 struct ProfilerApi {
   decltype(&cuptiProfilerInitialize) initialize = nullptr;
@@ -48,11 +51,6 @@ struct ProfilerApi {
   decltype(&cuCtxGetDevice) context_device = nullptr;
 };
 
-template <typename F>
-void resolve(void* library, const char* from, const char* name, F& out) {
-  out = reinterpret_cast<F>(dlsym(library, name));
-  if (!out) throw CuptiUnavailable(fmt::format("{} has no {}: hardware counters need CUPTI 13", from, name));
-}
 
 const ProfilerApi& api() {
   static const ProfilerApi loaded = [] {

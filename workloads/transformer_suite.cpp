@@ -137,6 +137,18 @@ std::string progress_line(const TransformerPlan& plan, amp::Mode mode, const Ste
   return line;
 }
 
+// The ops tell `listener` of every op range while this lives (also when a step throws).
+class Listening {
+ public:
+  Listening(TransformerOps<float>& ops, OpRangeListener& listener) : ops_(ops) { ops_.listen_to_ops(&listener); }
+  ~Listening() { ops_.listen_to_ops(nullptr); }
+  Listening(const Listening&) = delete;
+  Listening& operator=(const Listening&) = delete;
+
+ private:
+  TransformerOps<float>& ops_;
+};
+
 // Enough auto ranges for one training step of the largest configs (each kernel is one).
 constexpr std::size_t kMaxCountedKernels = 1 << 16;
 
@@ -146,13 +158,10 @@ constexpr std::size_t kMaxCountedKernels = 1 << 16;
 nlohmann::json count_step(Trainer& trainer, TransformerOps<float>& ops, TokenSource& data, profiler::Trace& profiled) {
   try {
     const auto counter = counting_step_profiler(ops, kMaxCountedKernels);
-    struct StopListening {
-      TransformerOps<float>& ops;
-      ~StopListening() { ops.listen_to_ops(nullptr); }
-    } stop_listening{ops};
-    ops.listen_to_ops(counter.get());
-    trainer.step(data);
-    ops.listen_to_ops(nullptr);
+    {
+      const Listening listening(ops, *counter);
+      trainer.step(data);
+    }
     const profiler::Trace counted = counter->finish();
     const std::size_t carried = profiler::carry_tensor_pipe_counters(counted, profiled);
     return {{"status", "counted"},
@@ -175,16 +184,13 @@ ProfiledSteps profile_steps(const TransformerPlan& plan, Trainer& trainer, Trans
   ops.time_ops_on_host(nullptr);
   try {
     const auto recorder = start_profiler(device, ops);
-    struct StopListening {
-      TransformerOps<float>& ops;
-      ~StopListening() { ops.listen_to_ops(nullptr); }
-    } stop_listening{ops};
-    ops.listen_to_ops(recorder.get());
-    for (int s = 0; s < plan.profile_steps && !interrupted; ++s) {
-      out.step_seconds.push_back(trainer.step(data).seconds);
-      interrupted = interrupt_requested();
+    {
+      const Listening listening(ops, *recorder);
+      for (int s = 0; s < plan.profile_steps && !interrupted; ++s) {
+        out.step_seconds.push_back(trainer.step(data).seconds);
+        interrupted = interrupt_requested();
+      }
     }
-    ops.listen_to_ops(nullptr);
     out.trace = recorder->finish();
     out.gpu_activity = recorder->records_gpu_activity();
     out.source = recorder->source();

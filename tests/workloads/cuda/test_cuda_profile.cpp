@@ -5,6 +5,7 @@
 // profiler, no permission for counters).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "backends/cuda/cuda_backend.hpp"
@@ -22,31 +23,45 @@
 namespace mpbench::workloads {
 namespace {
 
-TEST(CudaProfile, EveryKernelOfATinyStepIsAttributedToAnOp) {
-  if (const auto why = cuda::unavailable_reason()) GTEST_SKIP() << "no usable GPU: " << *why;
-  std::unique_ptr<CudaTransformerOps> ops;
-  try {
-    ops = std::make_unique<CudaTransformerOps>(0);
-  } catch (const UsageError& e) {
-    GTEST_SKIP() << "no usable GPU: " << e.what();
+// The tiny model training in amp-bf16 on GPU 0, one step taken (module loads and cuBLASLt
+// heuristics stay out of what the tests record).
+class CudaProfile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const auto why = cuda::unavailable_reason()) GTEST_SKIP() << "no usable GPU: " << *why;
+    try {
+      ops_ = std::make_unique<CudaTransformerOps>(0);
+    } catch (const UsageError& e) {
+      GTEST_SKIP() << "no usable GPU: " << e.what();
+    }
+    TrainOptions options;
+    options.batch = 4;
+    options.seq_len = 16;
+    options.steps = 3;
+    trainer_ = std::make_unique<Trainer>(config_by_name("tiny"), options, *ops_, amp::Mode::amp_bf16);
+    trainer_->step(data_);
   }
-  const GptConfig config = config_by_name("tiny");
-  TrainOptions options;
-  options.batch = 4;
-  options.seq_len = 16;
-  options.steps = 3;
-  Trainer trainer(config, options, *ops, amp::Mode::amp_bf16);
-  MarkovTokenStream data(MarkovChain::random(config.vocab, 3, 1), 2);
-  trainer.step(data);  // warm-up: module loads and cuBLASLt heuristics stay out of the trace
+
+  // One step with `listener` told of every op range.
+  void step_with(StepProfiler& listener) {
+    ops_->listen_to_ops(&listener);
+    trainer_->step(data_);
+    ops_->listen_to_ops(nullptr);
+  }
+
+  std::unique_ptr<CudaTransformerOps> ops_;
+  std::unique_ptr<Trainer> trainer_;
+  MarkovTokenStream data_{MarkovChain::random(config_by_name("tiny").vocab, 3, 1), 2};
+};
+
+TEST_F(CudaProfile, EveryKernelOfATinyStepIsAttributedToAnOp) {
   std::unique_ptr<StepProfiler> recorder;
   try {
-    recorder = cupti_step_profiler(*ops);
+    recorder = cupti_step_profiler(*ops_);
   } catch (const profiler::CuptiUnavailable& e) {
     GTEST_SKIP() << "CUPTI cannot collect here: " << e.what();
   }
-  ops->listen_to_ops(recorder.get());
-  trainer.step(data);
-  ops->listen_to_ops(nullptr);
+  step_with(*recorder);
   const profiler::Trace trace = recorder->finish();
 
   ASSERT_GT(trace.kernels.size(), 0u);
@@ -64,31 +79,14 @@ TEST(CudaProfile, EveryKernelOfATinyStepIsAttributedToAnOp) {
   EXPECT_TRUE(b.ops.contains("adamw optimizer"));
 }
 
-TEST(CudaProfile, CountedStepMeasuresTensorCoresInGemmsOnly) {
-  if (const auto why = cuda::unavailable_reason()) GTEST_SKIP() << "no usable GPU: " << *why;
-  std::unique_ptr<CudaTransformerOps> ops;
-  try {
-    ops = std::make_unique<CudaTransformerOps>(0);
-  } catch (const UsageError& e) {
-    GTEST_SKIP() << "no usable GPU: " << e.what();
-  }
-  const GptConfig config = config_by_name("tiny");
-  TrainOptions options;
-  options.batch = 4;
-  options.seq_len = 16;
-  options.steps = 3;
-  Trainer trainer(config, options, *ops, amp::Mode::amp_bf16);
-  MarkovTokenStream data(MarkovChain::random(config.vocab, 3, 1), 2);
-  trainer.step(data);
+TEST_F(CudaProfile, CountedStepMeasuresTensorCoresInGemmsOnly) {
   std::unique_ptr<StepProfiler> counter;
   try {
-    counter = counting_step_profiler(*ops, 1 << 14);
+    counter = counting_step_profiler(*ops_, 1 << 14);
   } catch (const profiler::CuptiUnavailable& e) {
     GTEST_SKIP() << "no hardware counters here: " << e.what();
   }
-  ops->listen_to_ops(counter.get());
-  trainer.step(data);
-  ops->listen_to_ops(nullptr);
+  step_with(*counter);
   const profiler::Trace trace = counter->finish();
   ASSERT_TRUE(counter->counted_metric().has_value());
   ASSERT_GT(trace.kernels.size(), 0u);
