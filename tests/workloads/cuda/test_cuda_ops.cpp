@@ -573,6 +573,13 @@ void expect_model_matches_reference(CudaTransformerOps& gpu, ReferenceOps<float>
   for (std::size_t i = first_pad; i < end_pad; ++i) ASSERT_EQ(grads[i], 0.0f) << "padded row of wte, element " << i;
 }
 
+// "amp_bf16" for amp-bf16: a test name.
+std::string mode_case_name(const ::testing::TestParamInfo<ModeCase>& info) {
+  std::string name(amp::mode_name(info.param.mode));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
 class CudaModelModes : public CudaOpsTest, public ::testing::WithParamInterface<ModeCase> {};
 
 TEST_P(CudaModelModes, LossAndGradientsMatchTheReferenceModel) {
@@ -588,11 +595,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaModelModes,
                                            ModeCase{amp::Mode::amp_fp16, 2e-3, 2e-2},
                                            ModeCase{amp::Mode::amp_bf16, 1e-2, 5e-2},
                                            ModeCase{amp::Mode::bf16, 1e-2, 5e-2}),
-                         [](const ::testing::TestParamInfo<ModeCase>& info) {
-                           std::string name(amp::mode_name(info.param.mode));
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         mode_case_name);
 
 // With cuDNN's fused attention the model departs from the reference (which keeps the unfused
 // arithmetic) by the fused kernels' own rounding of the probabilities and of their gradient: the
@@ -614,11 +617,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaFusedModelModes,
                          ::testing::Values(ModeCase{amp::Mode::amp_fp16, 2e-3, 2e-2},
                                            ModeCase{amp::Mode::amp_bf16, 1e-2, 5e-2},
                                            ModeCase{amp::Mode::bf16, 1e-2, 5e-2}),
-                         [](const ::testing::TestParamInfo<ModeCase>& info) {
-                           std::string name(amp::mode_name(info.param.mode));
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         mode_case_name);
 
 TEST_F(CudaOpsTest, FusedAttentionRefusesFp32AndTf32) {
   for (GemmPrecision precision : {GemmPrecision::fp32, GemmPrecision::tf32}) {
