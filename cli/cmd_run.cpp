@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/run.hpp"
 #include "core/error.hpp"
+#include "microbench/case_profile.hpp"
 #include "workloads/config.hpp"
 
 namespace mpbench::cli {
@@ -81,15 +82,22 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--lr", t.max_lr, "peak learning rate after the warm-up (cosine decay to a tenth of it)")
       ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--seed", t.seed, "seed of the weights and of the synthetic data")->capture_default_str()->group(training);
-  const std::string profiling = "Profiling (transformer suite; the microbenchmark suites ignore it)";
+  const std::string profiling = "Profiling (after the measurements, never during them)";
   cmd->add_flag("--profile", t.profile,
-                "after each mode's timed steps, profile 3 more (CUPTI on a GPU, host-timed op ranges on the CPU): "
-                "details.profile (overhead against the timed steps), and on a GPU details.breakdown per category, op "
-                "and kernel; where CUPTI is unavailable the run goes on unprofiled and says why")
+                fmt::format(
+                    "transformer: after each mode's timed steps, profile 3 more (CUPTI on a GPU, host-timed op ranges "
+                    "on the CPU): details.profile (overhead against the timed steps), and on a GPU details.breakdown "
+                    "per category, op and kernel. Microbenchmarks on a GPU: after each case's measurement, run its "
+                    "operation {} more times under CUPTI: details.profile lists its top kernels (cuBLASLt's for a "
+                    "GEMM) with their category and whether the name says Tensor Cores, and kernel time against the "
+                    "measured median; CPU cases are unprofiled, with the reason. Where CUPTI is unavailable the run "
+                    "goes on unprofiled and says why",
+                    microbench::kProfiledIterations))
       ->group(profiling);
   cmd->add_option("--trace", t.trace_file,
-                  "write each mode's profiled steps as a Chrome trace (Perfetto UI, chrome://tracing) to FILE with the "
-                  "mode before the extension, e.g. trace.amp-bf16.json; implies --profile")
+                  "transformer suite only: write each mode's profiled steps as a Chrome trace (Perfetto UI, "
+                  "chrome://tracing) to FILE with the mode before the extension, e.g. trace.amp-bf16.json; implies "
+                  "--profile")
       ->option_text("FILE")
       ->group(profiling);
   cmd->allow_extras();

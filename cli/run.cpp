@@ -14,6 +14,7 @@
 #include "cli/transformer_ops.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "microbench/case_profile.hpp"
 #include "microbench/runner.hpp"
 #include "microbench/table.hpp"
 #include "profiler/cupti_collector.hpp"
@@ -154,10 +155,12 @@ int run_benchmarks(const RunOptions& options) {
   }
   check_writable(options.out);
   if (!transformer_options.trace_file.empty()) check_writable(transformer_options.trace_file);
-  const bool profile = run_transformer && (transformer_options.profile || !transformer_options.trace_file.empty());
+  // --profile applies to every suite; --trace (which implies it) writes the transformer's traces only.
+  const bool profile = transformer_options.profile || !transformer_options.trace_file.empty();
+  const bool profile_transformer = run_transformer && profile;
   // Before the backend starts (cuBLAS and the ops make NVTX calls), so that NVTX reaches CUPTI.
   std::string nvtx_injection;
-  if (profile) {
+  if (profile_transformer) {
     try {
       nvtx_injection = profiler::arrange_nvtx_injection();
     } catch (const profiler::CuptiUnavailable& e) {
@@ -189,8 +192,11 @@ int run_benchmarks(const RunOptions& options) {
                backend.device().name.c_str(), backend.device().backend.c_str());
   install_interrupt_handler();
   microbench::RunOutcome outcome;
-  if (!specs.empty())
-    outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, print_progress);
+  if (!specs.empty()) {
+    const auto case_profiler = profile ? microbench::make_case_profiler(backend.device(), print_line) : nullptr;
+    outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, print_progress,
+                                    case_profiler.get());
+  }
   for (const Suite* s : suites) s->finalize(outcome.cases);
   if (plan && !outcome.interrupted) {
     const auto ops = make_transformer_ops(backend, plan->tensor_cores);
@@ -209,7 +215,7 @@ int run_benchmarks(const RunOptions& options) {
                   {"device_note", choice.note}, {"quick", options.quick}, {"precisions", options.precisions},
                   {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"interrupted", outcome.interrupted},
                   {"sampler", sampler_config(options).to_json()}};
-  if (profile)
+  if (profile_transformer)
     document.run["profile"] = {{"steps_per_mode", plan->profile_steps}, {"trace", transformer_options.trace_file},
                                {"nvtx_injection", nvtx_injection}};
   for (const Suite* s : suites) document.run["suites"].push_back(s->name);

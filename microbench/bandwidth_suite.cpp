@@ -26,7 +26,7 @@ std::vector<std::int64_t> sweep_elements(const Backend& backend, bool quick) {
   return sizes;
 }
 
-double gbps(double bytes, const Measurement& m) { return bytes / m.seconds_per_op.median / 1e9; }
+double gbps(double bytes, const CaseResult& r) { return bytes / r.seconds->median / 1e9; }
 
 void add_peak(CaseResult& r, const Backend& backend) {
   if (auto row = find_datasheet(backend.device().name)) {
@@ -39,37 +39,37 @@ void add_peak(CaseResult& r, const Backend& backend) {
 
 // The sweep measures whatever level of the hierarchy the arrays fit in, so no flush between samples.
 CaseResult measure_stream(const CaseSpec& spec, StreamKernel kernel, DType type, std::int64_t n,
-                          Backend& backend, const SamplerConfig& config) {
+                          Backend& backend, const SamplerConfig& config, CaseProfiler* profiler) {
   const auto count = static_cast<std::size_t>(n);
   DeviceBuffer a = backend.allocate(type, count), b = backend.allocate(type, count);
   DeviceBuffer c = kernel == StreamKernel::dot ? backend.allocate(DType::f32, 1) : backend.allocate(type, count);
   backend.fill_uniform(a, 11, 0.5f, 1.5f);
   backend.fill_uniform(b, 12, 0.5f, 1.5f);
-  const Measurement m = measure(backend, [&] { backend.stream(kernel, a, b, c, 0.4f); }, config.without_flush());
-  CaseResult r = measured_case(spec, backend, m);
-  r.rates["gbps"] = gbps(spec.params["bytes"].get<double>(), m);
+  CaseResult r =
+      measure_case(spec, backend, [&] { backend.stream(kernel, a, b, c, 0.4f); }, config.without_flush(), profiler);
+  r.rates["gbps"] = gbps(spec.params["bytes"].get<double>(), r);
   add_peak(r, backend);
   return r;
 }
 
-CaseResult measure_memcpy(const CaseSpec& spec, std::int64_t n, Backend& backend, const SamplerConfig& config) {
+CaseResult measure_memcpy(const CaseSpec& spec, std::int64_t n, Backend& backend, const SamplerConfig& config,
+                          CaseProfiler* profiler) {
   DeviceBuffer source = backend.allocate(DType::f32, static_cast<std::size_t>(n));
   DeviceBuffer destination = backend.allocate(DType::f32, static_cast<std::size_t>(n));
   backend.fill_uniform(source, 13, 0.5f, 1.5f);
-  const Measurement m = measure(backend, [&] { backend.copy(destination, source); }, config.without_flush());
-  CaseResult r = measured_case(spec, backend, m);
-  r.rates["gbps"] = gbps(spec.params["bytes"].get<double>(), m);
+  CaseResult r =
+      measure_case(spec, backend, [&] { backend.copy(destination, source); }, config.without_flush(), profiler);
+  r.rates["gbps"] = gbps(spec.params["bytes"].get<double>(), r);
   add_peak(r, backend);
   return r;
 }
 
 CaseResult measure_transfer(const CaseSpec& spec, TransferDirection direction, std::size_t bytes,
-                            Backend& backend, const SamplerConfig& config) {
+                            Backend& backend, const SamplerConfig& config, CaseProfiler* profiler) {
   std::string why_not;
   auto transfer = backend.make_host_transfer(direction, bytes, &why_not);
-  const Measurement m = measure(backend, [&] { transfer->run(); }, config.without_flush());
-  CaseResult r = measured_case(spec, backend, m);
-  r.rates["gbps"] = gbps(static_cast<double>(bytes), m);
+  CaseResult r = measure_case(spec, backend, [&] { transfer->run(); }, config.without_flush(), profiler);
+  r.rates["gbps"] = gbps(static_cast<double>(bytes), r);
   r.details["transfer"] = transfer->details();
   return r;
 }
@@ -80,8 +80,8 @@ CaseSpec stream_case(StreamKernel kernel, DType type, std::int64_t n, Backend& b
                 {{"kernel", stream_kernel_name(kernel)}, {"elements", n}, {"dtype", dtype_name(type)},
                  {"bytes", bytes}, {"bytes_counted", "read + written"},
                  {"cache_bytes", backend.device().l2_bytes}}, {}, {}};
-  spec.measure = [spec, kernel, type, n](Backend& be, const SamplerConfig& config) {
-    return measure_stream(spec, kernel, type, n, be, config);
+  spec.measure = [spec, kernel, type, n](Backend& be, const SamplerConfig& config, CaseProfiler* profiler) {
+    return measure_stream(spec, kernel, type, n, be, config, profiler);
   };
   return spec;
 }
@@ -90,7 +90,9 @@ CaseSpec memcpy_case(std::int64_t n, Backend& backend) {
   CaseSpec spec{"bandwidth", fmt::format("memcpy/n={}", n), "fp32",
                 {{"kernel", "memcpy"}, {"elements", n}, {"dtype", "fp32"}, {"bytes", 2.0 * 4.0 * n},
                  {"bytes_counted", "read + written"}, {"cache_bytes", backend.device().l2_bytes}}, {}, {}};
-  spec.measure = [spec, n](Backend& be, const SamplerConfig& config) { return measure_memcpy(spec, n, be, config); };
+  spec.measure = [spec, n](Backend& be, const SamplerConfig& config, CaseProfiler* profiler) {
+    return measure_memcpy(spec, n, be, config, profiler);
+  };
   return spec;
 }
 
@@ -101,8 +103,8 @@ CaseSpec transfer_case(TransferDirection direction, Backend& backend) {
                 {{"kernel", name}, {"bytes", static_cast<double>(bytes)}, {"bytes_counted", "once (one crossing)"}}, {}, {}};
   std::string why_not;
   if (!backend.make_host_transfer(direction, 1, &why_not)) spec.skip_reason = why_not;
-  spec.measure = [spec, direction, bytes](Backend& be, const SamplerConfig& config) {
-    return measure_transfer(spec, direction, bytes, be, config);
+  spec.measure = [spec, direction, bytes](Backend& be, const SamplerConfig& config, CaseProfiler* profiler) {
+    return measure_transfer(spec, direction, bytes, be, config, profiler);
   };
   return spec;
 }

@@ -33,7 +33,7 @@ std::int64_t cast_elements(const Backend& backend, bool quick) {
 
 // No flush between samples: the arrays are larger than the cache, a flush would only add noise.
 CaseResult measure_cast(const CaseSpec& spec, CastKind kind, std::int64_t n, Backend& backend,
-                        const SamplerConfig& config) {
+                        const SamplerConfig& config, CaseProfiler* profiler) {
   const auto count = static_cast<std::size_t>(n);
   DeviceBuffer source = backend.allocate(cast_source_type(kind), count);
   DeviceBuffer destination = backend.allocate(cast_destination_type(kind), count);
@@ -42,19 +42,19 @@ CaseResult measure_cast(const CaseSpec& spec, CastKind kind, std::int64_t n, Bac
   const float scale_value = 448.0f / 4.0f;  // e4m3's largest value over the inputs' largest magnitude
   backend.upload(scale, &scale_value, sizeof scale_value);
   const CastArgs args{&source, &destination, &scale, &amax, 22};
-  const Measurement m = measure(backend, [&] { backend.cast(kind, args); }, config.without_flush());
-  CaseResult r = measured_case(spec, backend, m);
-  r.rates["gbps"] = spec.params["bytes"].get<double>() / m.seconds_per_op.median / 1e9;
+  CaseResult r = measure_case(spec, backend, [&] { backend.cast(kind, args); }, config.without_flush(), profiler);
+  r.rates["gbps"] = spec.params["bytes"].get<double>() / r.seconds->median / 1e9;
   return r;
 }
 
-CaseResult measure_copy(const CaseSpec& spec, std::int64_t n, Backend& backend, const SamplerConfig& config) {
+CaseResult measure_copy(const CaseSpec& spec, std::int64_t n, Backend& backend, const SamplerConfig& config,
+                        CaseProfiler* profiler) {
   const auto count = static_cast<std::size_t>(n);
   DeviceBuffer a = backend.allocate(DType::f32, count), c = backend.allocate(DType::f32, count);
   backend.fill_uniform(a, 23, -4.0f, 4.0f);
-  const Measurement m = measure(backend, [&] { backend.stream(StreamKernel::copy, a, a, c, 0); }, config.without_flush());
-  CaseResult r = measured_case(spec, backend, m);
-  r.rates["gbps"] = spec.params["bytes"].get<double>() / m.seconds_per_op.median / 1e9;
+  CaseResult r = measure_case(spec, backend, [&] { backend.stream(StreamKernel::copy, a, a, c, 0); },
+                              config.without_flush(), profiler);
+  r.rates["gbps"] = spec.params["bytes"].get<double>() / r.seconds->median / 1e9;
   return r;
 }
 
@@ -63,7 +63,9 @@ std::vector<CaseSpec> cast_cases(Backend& backend, const SuiteOptions& options) 
   std::vector<CaseSpec> cases;
   CaseSpec copy{"cast", fmt::format("copy/n={}", n), "fp32",
                 {{"kernel", "copy"}, {"elements", n}, {"bytes", 8.0 * n}, {"bytes_counted", "read + written"}}, {}, {}};
-  copy.measure = [copy, n](Backend& be, const SamplerConfig& config) { return measure_copy(copy, n, be, config); };
+  copy.measure = [copy, n](Backend& be, const SamplerConfig& config, CaseProfiler* profiler) {
+    return measure_copy(copy, n, be, config, profiler);
+  };
   cases.push_back(copy);  // the ceiling, always measured
   for (CastKind kind : kCasts) {
     if (!options.wants(cast_precision(kind))) continue;
@@ -72,8 +74,8 @@ std::vector<CaseSpec> cast_cases(Backend& backend, const SuiteOptions& options) 
                    {"to", dtype_name(cast_destination_type(kind))}, {"bytes", cast_bytes(kind, n)},
                    {"bytes_counted", "read + written"}}, {}, {}};
     spec.skip_reason = backend.cast_unsupported(kind);
-    spec.measure = [spec, kind, n](Backend& be, const SamplerConfig& config) {
-      return measure_cast(spec, kind, n, be, config);
+    spec.measure = [spec, kind, n](Backend& be, const SamplerConfig& config, CaseProfiler* profiler) {
+      return measure_cast(spec, kind, n, be, config, profiler);
     };
     cases.push_back(std::move(spec));
   }

@@ -74,7 +74,7 @@ nlohmann::json shape_params(const GemmCase& c) {
 }
 
 CaseResult measure_gemm(const CaseSpec& spec, GemmPrecision precision, const GemmShape& shape,
-                        Backend& backend, const SamplerConfig& config) {
+                        Backend& backend, const SamplerConfig& config, CaseProfiler* profiler) {
   const auto& info = gemm_precision_info(precision);
   DeviceBuffer a = backend.allocate(info.input, shape.a_elements());
   DeviceBuffer b = backend.allocate(info.input, shape.b_elements());
@@ -84,10 +84,8 @@ CaseResult measure_gemm(const CaseSpec& spec, GemmPrecision precision, const Gem
   backend.fill_uniform(b, 2, -1.0f, 1.0f);
   backend.fill_uniform(c, 3, -1.0f, 1.0f);
   auto gemm = backend.make_gemm(precision, shape, a, b, c);
-  const Measurement m = measure(backend, [&] { gemm->run(); }, config);
-
-  CaseResult r = measured_case(spec, backend, m);
-  const double tflops = shape.flops() / m.seconds_per_op.median / 1e12;
+  CaseResult r = measure_case(spec, backend, [&] { gemm->run(); }, config, profiler);
+  const double tflops = shape.flops() / r.seconds->median / 1e12;
   r.rates["tflops"] = tflops;
   r.details["algorithm"] = gemm->details();
   if (auto row = find_datasheet(backend.device().name); row && peak_tflops(*row, precision) > 0) {
@@ -115,8 +113,9 @@ std::vector<CaseSpec> gemm_cases(Backend& backend, const SuiteOptions& options) 
       spec.params["bytes"] = gemm_operand_bytes(info.precision, shape_case.shape);
       spec.skip_reason = backend.gemm_unsupported(info.precision);
       if (!spec.skip_reason) spec.skip_reason = gemm_shape_rule(info.precision, shape_case.shape);
-      spec.measure = [spec, precision = info.precision, shape = shape_case.shape](Backend& be, const SamplerConfig& config) {
-        return measure_gemm(spec, precision, shape, be, config);
+      spec.measure = [spec, precision = info.precision, shape = shape_case.shape](
+                         Backend& be, const SamplerConfig& config, CaseProfiler* profiler) {
+        return measure_gemm(spec, precision, shape, be, config, profiler);
       };
       cases.push_back(std::move(spec));
     }

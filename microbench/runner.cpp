@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "microbench/case_profile.hpp"
 
 namespace mpbench::microbench {
 
@@ -46,6 +47,11 @@ CaseResult failed_case(const CaseSpec& spec, const Backend& backend, const std::
   return r;
 }
 
+bool finished_ok(const std::map<std::string, CaseResult>& done, const std::string& id) {
+  const auto it = done.find(id);
+  return it != done.end() && it->second.status == CaseStatus::ok;
+}
+
 // Repetitions (--benchmark_repetitions) pool their samples into one case.
 void merge_into(std::map<std::string, CaseResult>& done, CaseResult r) {
   auto it = done.find(r.id());
@@ -60,13 +66,16 @@ void merge_into(std::map<std::string, CaseResult>& done, CaseResult r) {
   // Rates were computed from the median; rescale them to the pooled median.
   for (auto& [key, value] : it->second.rates.items())
     if (value.is_number() && key != "pct_of_copy") value = value.get<double>() * before.median / it->second.seconds->median;
+  if (auto profile = it->second.details.find("profile"); profile != it->second.details.end())
+    rebase_case_profile(*profile, it->second.seconds->median);
   it->second.details["repetitions"] = it->second.details.value("repetitions", 1) + 1;
 }
 
 }  // namespace
 
 RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const SamplerConfig& config,
-                     const std::vector<std::string>& benchmark_args, const ProgressFn& progress) {
+                     const std::vector<std::string>& benchmark_args, const ProgressFn& progress,
+                     CaseProfiler* profiler) {
   configure_google_benchmark(benchmark_args);
   benchmark::ClearRegisteredBenchmarks();
   std::map<std::string, CaseResult> done;
@@ -85,7 +94,8 @@ RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const
         }
         CaseResult r;
         try {
-          r = spec.measure(backend, config);
+          // A repetition pools into a case already profiled: its kernels are the same.
+          r = spec.measure(backend, config, finished_ok(done, spec.id()) ? nullptr : profiler);
           state.SetIterationTime(r.seconds->median);
           for (const auto& [key, value] : r.rates.items())
             if (value.is_number()) state.counters[key] = value.get<double>();

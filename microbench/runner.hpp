@@ -23,8 +23,11 @@ void configure_google_benchmark(const std::vector<std::string>& benchmark_args);
 
 using ProgressFn = std::function<void(std::size_t done, std::size_t total, const CaseResult&)>;
 
-// Configures Google Benchmark with `benchmark_args` first (see above).
+// Configures Google Benchmark with `benchmark_args` first (see above). With a `profiler`, each
+// measured case is profiled once after its measurement (the first repetition's op), into
+// details.profile.
 RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const SamplerConfig& config,
-                     const std::vector<std::string>& benchmark_args, const ProgressFn& progress);
+                     const std::vector<std::string>& benchmark_args, const ProgressFn& progress,
+                     CaseProfiler* profiler = nullptr);
 
 }  // namespace mpbench::microbench

@@ -38,7 +38,9 @@ const Suite& find_suite(const std::string& name) {
   throw UsageError(fmt::format("unknown suite '{}': use one of {}, all", name, fmt::join(names, ", ")));
 }
 
-CaseResult measured_case(const CaseSpec& spec, const Backend& backend, const Measurement& m) {
+CaseResult measure_case(const CaseSpec& spec, Backend& backend, const std::function<void()>& op,
+                        const SamplerConfig& config, CaseProfiler* profiler) {
+  const Measurement m = measure(backend, op, config);
   CaseResult r;
   r.suite = spec.suite;
   r.name = spec.name;
@@ -47,6 +49,7 @@ CaseResult measured_case(const CaseSpec& spec, const Backend& backend, const Mea
   r.params = spec.params;
   r.seconds = m.seconds_per_op;
   r.details["measurement"] = m.to_json();
+  if (profiler) r.details["profile"] = profiler->profile(backend, op, m.seconds_per_op.median);
   return r;
 }
 

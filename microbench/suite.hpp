@@ -13,11 +13,21 @@
 
 namespace mpbench::microbench {
 
+// Runs a measured case's operation again, after its measurement and never during it, so that the
+// timing is untouched (--profile; see case_profile.hpp). The case's buffers are still alive.
+class CaseProfiler {
+ public:
+  virtual ~CaseProfiler() = default;
+  // details.profile of a case whose `op` measured `measured_s` per run (the median).
+  virtual nlohmann::json profile(Backend& backend, const std::function<void()>& op, double measured_s) = 0;
+};
+
 struct CaseSpec {
   std::string suite, name, precision;
   nlohmann::json params = nlohmann::json::object();
   std::optional<std::string> skip_reason;  // the backend cannot run it
-  std::function<CaseResult(Backend&, const SamplerConfig&)> measure;
+  // `profiler`: nullptr, or the one that gets the case's op after the measurement.
+  std::function<CaseResult(Backend&, const SamplerConfig&, CaseProfiler* profiler)> measure;
 
   std::string id() const { return suite + "/" + name + "/" + precision; }
   CaseResult skipped(const std::string& backend) const;
@@ -46,8 +56,10 @@ Suite gemm_suite();
 Suite bandwidth_suite();
 Suite cast_suite();
 
-// A finished case: identity from the spec, time statistics and sampler outcome from the measurement.
-CaseResult measured_case(const CaseSpec& spec, const Backend& backend, const Measurement& m);
+// Measures `op` with the sampler, then hands it to `profiler` when there is one: the finished case,
+// with identity from the spec, time statistics and sampler outcome, and details.profile.
+CaseResult measure_case(const CaseSpec& spec, Backend& backend, const std::function<void()>& op,
+                        const SamplerConfig& config, CaseProfiler* profiler);
 // Sets rates.pct_of_copy of every case of `suite` from the gbps of that suite's `copy_kernel` case
 // with the same element count (a run's case list holds every suite it ran).
 void add_percent_of_copy(std::vector<CaseResult>& cases, const std::string& suite, const std::string& copy_kernel);

@@ -136,6 +136,30 @@ TEST_F(CliRun, ProfileWritesATracePerModeAndMeasuresTheOverhead) {
   }
 }
 
+TEST_F(CliRun, ProfileLeavesCpuMicrobenchmarkCasesUnprofiledWithTheReason) {
+  const auto out = folder_ / "r.json";
+  const Invocation r = run_mpbench({"run", "--suite", "cast,bandwidth", "--device", "cpu", "--quick", "--profile",
+                                    "--filter", "cast/copy/|cast/f32_to_bf16/|h2d_pinned", "--out", out.string()},
+                                   folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const ResultDocument d = load_result(out);
+  ASSERT_EQ(d.cases.size(), 3u);
+  for (const auto& c : d.cases) {
+    if (c.status == CaseStatus::skipped) {  // h2d_pinned: no host transfers on the CPU, nothing measured
+      EXPECT_FALSE(c.details.contains("profile")) << c.id();
+      continue;
+    }
+    ASSERT_EQ(c.status, CaseStatus::ok) << c.message;
+    EXPECT_EQ(c.details["profile"]["status"], "unprofiled") << c.id();
+    EXPECT_NE(c.details["profile"]["reason"].get<std::string>().find("CUPTI on CUDA GPUs only"), std::string::npos)
+        << c.details["profile"];
+  }
+  // One note for the run, not one per case.
+  const auto note = r.err.find("mpbench: note: --profile:");
+  ASSERT_NE(note, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("mpbench: note: --profile:", note + 1), std::string::npos) << r.err;
+}
+
 TEST_F(CliRun, TraceIntoAMissingFolderFailsBeforeAnyWork) {
   const auto out = folder_ / "r.json";
   const Invocation r = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "4",

@@ -1,0 +1,137 @@
+#include "microbench/case_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "profiler/classify.hpp"
+#include "profiler/cupti_collector.hpp"
+
+namespace mpbench::microbench {
+
+namespace {
+
+constexpr double kSecondsPerNs = 1e-9;
+
+struct KernelTotal {
+  std::string name, category, tensor_cores;
+  std::size_t launches = 0;
+  double total_s = 0;
+};
+
+nlohmann::json unprofiled(const std::string& reason) { return {{"status", "unprofiled"}, {"reason", reason}}; }
+
+// CUPTI where the device is a CUDA GPU; elsewhere the reason no case can be profiled.
+class RunCaseProfiler final : public CaseProfiler {
+ public:
+  RunCaseProfiler(std::optional<std::string> cannot_profile, std::function<void(const std::string&)> note)
+      : cannot_profile_(std::move(cannot_profile)), note_(std::move(note)) {}
+
+  nlohmann::json profile(Backend& backend, const std::function<void()>& op, double measured_s) override {
+    nlohmann::json result = cannot_profile_ ? unprofiled(*cannot_profile_) : collect(backend, op, measured_s);
+    if (result["status"] == "unprofiled" && !std::exchange(noted_, true))
+      note_(fmt::format("mpbench: note: --profile: microbenchmark cases that cannot be profiled go on unprofiled "
+                        "(details.profile.status is \"unprofiled\"); the first reason: {}",
+                        result["reason"].get<std::string>()));
+    return result;
+  }
+
+ private:
+  // The op runs back to back, without the measurement's cache flushes and buffer fills, so every
+  // record is the op's own.
+  static nlohmann::json collect(Backend& backend, const std::function<void()>& op, double measured_s) {
+    try {
+      profiler::CuptiCollector collector;
+      for (int i = 0; i < kProfiledIterations; ++i) op();
+      backend.synchronize();  // CUPTI's flush does not wait: a running kernel would have no end time
+      const profiler::Trace trace = collector.stop();
+      if (collector.dropped_records() > 0)
+        return unprofiled(fmt::format(
+            "CUPTI dropped {} activity records for lack of buffer space: the kernel list would be incomplete",
+            collector.dropped_records()));
+      return summarize_case_profile(trace, kProfiledIterations, measured_s);
+    } catch (const profiler::CuptiUnavailable& e) {
+      return unprofiled(e.what());
+    }
+  }
+
+  std::optional<std::string> cannot_profile_;
+  std::function<void(const std::string&)> note_;
+  bool noted_ = false;
+};
+
+}  // namespace
+
+nlohmann::json summarize_case_profile(const profiler::Trace& trace, int iterations, double measured_s) {
+  if (trace.kernels.empty() && trace.memcpys.empty() && trace.memsets.empty())
+    return unprofiled(fmt::format("CUPTI recorded no kernel, memcpy or memset over {} runs of the case's operation",
+                                  iterations));
+  std::map<std::string, KernelTotal> by_name;
+  double total_s = 0;
+  const auto add = [&](const std::string& name, std::string_view category, std::string_view tensor_cores,
+                       const profiler::Interval& time) {
+    KernelTotal& k = by_name[name];
+    k.name = name;
+    k.category = category;
+    k.tensor_cores = tensor_cores;
+    ++k.launches;
+    const double s = static_cast<double>(time.duration_ns()) * kSecondsPerNs;
+    k.total_s += s;
+    total_s += s;
+  };
+  for (const auto& k : trace.kernels) {
+    const profiler::Classification c = profiler::classify_kernel(k);
+    add(k.name, profiler::category_name(c.category), profiler::evidence_name(c.tensor_cores), k.time);
+  }
+  const auto copy = profiler::category_name(profiler::Category::copy);
+  const auto no_evidence = profiler::evidence_name(profiler::TensorCoreEvidence::no_evidence);
+  for (const auto& m : trace.memcpys)
+    add(fmt::format("[memcpy {}]", profiler::copy_kind_name(m.kind)), copy, no_evidence, m.time);
+  for (const auto& m : trace.memsets) add("[memset]", copy, no_evidence, m.time);
+
+  std::vector<KernelTotal> longest;
+  for (auto& [name, k] : by_name) longest.push_back(std::move(k));
+  // by_name iterates in name order, so equal totals stay in name order: the list is reproducible.
+  std::stable_sort(longest.begin(), longest.end(),
+                   [](const KernelTotal& a, const KernelTotal& b) { return a.total_s > b.total_s; });
+  nlohmann::json kernels = nlohmann::json::array();
+  for (std::size_t i = 0; i < std::min(longest.size(), kProfiledTopKernels); ++i) {
+    const KernelTotal& k = longest[i];
+    kernels.push_back({{"name", k.name},
+                       {"category", k.category},
+                       {"tensor_cores", k.tensor_cores},
+                       {"launches", k.launches},
+                       {"total_s", k.total_s},
+                       {"mean_s", k.total_s / static_cast<double>(k.launches)}});
+  }
+  nlohmann::json profile = {{"status", "profiled"},
+                            {"source", "cupti"},
+                            {"iterations", iterations},
+                            {"kernels", std::move(kernels)},
+                            {"distinct_kernels", longest.size()},
+                            {"kernel_s_per_iteration", total_s / iterations}};
+  rebase_case_profile(profile, measured_s);
+  return profile;
+}
+
+void rebase_case_profile(nlohmann::json& profile, double measured_s) {
+  if (profile.value("status", "") != "profiled") return;
+  profile["measured_s"] = measured_s;
+  profile["kernel_share"] = profile["kernel_s_per_iteration"].get<double>() / measured_s;
+}
+
+std::unique_ptr<CaseProfiler> make_case_profiler(const DeviceInfo& device,
+                                                 std::function<void(const std::string&)> note) {
+  if (device.backend == "cuda") return std::make_unique<RunCaseProfiler>(std::nullopt, std::move(note));
+  return std::make_unique<RunCaseProfiler>(
+      fmt::format("no kernels to record on the {} backend: microbenchmark cases are profiled with CUPTI on CUDA GPUs "
+                  "only (on the CPU, --profile records the transformer suite's op ranges)",
+                  device.backend),
+      std::move(note));
+}
+
+}  // namespace mpbench::microbench
