@@ -82,7 +82,8 @@ def transformer_rows(doc, torch_gpt2):
             rows.append(f"transformer {c['name']} {mode:<9} {c['status']}: {c['message']}")
             continue
         mfu = c["rates"].get("mfu")
-        rows.append(f"transformer {c['name']} {mode:<9} {c['metrics']['seconds']['median'] * 1e3:8.1f} ms/step "
+        rows.append(f"transformer {c['name']} {mode:<9} {c['params'].get('attention', '-'):<8} "
+                    f"{c['metrics']['seconds']['median'] * 1e3:8.1f} ms/step "
                     f"{c['rates']['tokens_per_s']:10.0f} tok/s  MFU {'-' if mfu is None else f'{100 * mfu:.1f}%'}  "
                     f"final loss {c['details'].get('final_loss')}")
     bf16 = cases.get("bf16")
@@ -121,7 +122,8 @@ def profile_rows(doc):
         rows.append(f"profile {c['name']} {c['precision']}: overhead "
                     f"{verdict(None if overhead is None else 0.05 / max(overhead, 1e-9), 1.0)} "
                     f"({'-' if overhead is None else f'{100 * overhead:.1f}%'}, target < 5%); unattributed "
-                    f"{'-' if share is None else f'{100 * share:.2f}%'} (target < 1%)")
+                    f"{'-' if share is None else f'{100 * share:.2f}%'} (target < 1%); NVTX ranges/step "
+                    f"{profile.get('nvtx_ranges_per_step', '-')}")
     return rows
 
 
