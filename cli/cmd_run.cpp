@@ -94,6 +94,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
                     "goes on unprofiled and says why",
                     microbench::kProfiledIterations))
       ->group(profiling);
+  cmd->add_flag("--counters", t.counters,
+                "transformer on a GPU: after the profiled steps, one more step with every kernel's tensor pipe % read "
+                "by CUPTI's range profiler (kernel replay: slow, never timed); the breakdown's Tensor Core evidence "
+                "becomes measured, details.profile.counters says how it went. Needs counter permission (root or "
+                "NVreg_RestrictProfilingToAdminUsers=0); without it the run goes on and says why. Implies --profile")
+      ->group(profiling);
   cmd->add_option("--trace", t.trace_file,
                   "transformer suite only: write each mode's profiled steps as a Chrome trace (Perfetto UI, "
                   "chrome://tracing) to FILE with the mode before the extension, e.g. trace.amp-bf16.json; implies "

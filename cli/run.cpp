@@ -156,7 +156,8 @@ int run_benchmarks(const RunOptions& options) {
   check_writable(options.out);
   if (!transformer_options.trace_file.empty()) check_writable(transformer_options.trace_file);
   // --profile applies to every suite; --trace (which implies it) writes the transformer's traces only.
-  const bool profile = transformer_options.profile || !transformer_options.trace_file.empty();
+  const bool profile =
+      transformer_options.profile || transformer_options.counters || !transformer_options.trace_file.empty();
   const bool profile_transformer = run_transformer && profile;
   // Before the backend starts (cuBLAS and the ops make NVTX calls), so that NVTX reaches CUPTI.
   std::string nvtx_injection;
@@ -217,7 +218,7 @@ int run_benchmarks(const RunOptions& options) {
                   {"sampler", sampler_config(options).to_json()}};
   if (profile_transformer)
     document.run["profile"] = {{"steps_per_mode", plan->profile_steps}, {"trace", transformer_options.trace_file},
-                               {"nvtx_injection", nvtx_injection}};
+                               {"counters", plan->counters}, {"nvtx_injection", nvtx_injection}};
   for (const Suite* s : suites) document.run["suites"].push_back(s->name);
   if (plan) document.run["suites"].push_back(kTransformer);
   document.cases = std::move(outcome.cases);

@@ -68,6 +68,7 @@ const BadInput kBadInputs[] = {
     {"fused_attention", {"run", "--suite", "transformer", "--device", "cpu", "--attention", "fused"}, "--attention"},
     {"tensor_cores_on_the_cpu", {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--tensor-cores", "off"}, "use --cpu-isa"},
     {"unknown_tensor_core_policy", {"run", "--suite", "transformer", "--device", "cpu", "--tensor-cores", "sometimes"}, "--tensor-cores"},
+    {"counters_on_the_cpu", {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--counters"}, "GPU hardware counters"},
     {"fused_attention_on_the_cpu", {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--attention", "fused"}, "CUDA GPUs only"},
     {"unknown_attention_kernels", {"run", "--suite", "transformer", "--device", "cpu", "--attention", "flash"}, "--attention"},
     {"zero_steps", {"run", "--suite", "transformer", "--device", "cpu", "--steps", "0"}, "--steps"},
