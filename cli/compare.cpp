@@ -306,6 +306,24 @@ std::size_t Report::skipped_in_both() const {
   return std::count_if(not_ok.begin(), not_ok.end(), [](const StatusChange& s) { return s.skipped_in_both(); });
 }
 
+std::vector<std::string> param_changes(const nlohmann::json& base, const nlohmann::json& current) {
+  const auto text = [](const nlohmann::json& params, const std::string& key) -> std::string {
+    if (!params.is_object() || !params.contains(key)) return "-";
+    const auto& v = params[key];
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  std::set<std::string> keys;
+  for (const auto* params : {&base, &current})
+    if (params->is_object())
+      for (const auto& [key, value] : params->items()) keys.insert(key);
+  std::vector<std::string> changes;
+  for (const auto& key : keys) {
+    const std::string was = text(base, key), now = text(current, key);
+    if (was != now) changes.push_back(fmt::format("{}: {} -> {}", key, was, now));
+  }
+  return changes;
+}
+
 Report compare(const ResultSet& base, const ResultSet& current, const Options& options) {
   Report report;
   report.options = options;
@@ -325,9 +343,16 @@ Report compare(const ResultSet& base, const ResultSet& current, const Options& o
       report.not_ok.push_back({key, b.status, n.status, n.message.empty() ? b.message : n.message});
       continue;
     }
-    if (auto c = compare_speedup(base, current, key, options)) report.comparisons.push_back(*c);
+    const std::vector<std::string> changes = param_changes(b.params, n.params);
+    if (auto c = compare_speedup(base, current, key, options)) {
+      c->param_changes = changes;
+      report.comparisons.push_back(*c);
+    }
     if (options.absolute)
-      if (auto c = compare_seconds(b, n, options)) report.comparisons.push_back(*c);
+      if (auto c = compare_seconds(b, n, options)) {
+        c->param_changes = changes;
+        report.comparisons.push_back(*c);
+      }
   }
   for (const auto& [key, n] : current.cases)
     if (!base.cases.contains(key)) report.added.push_back(key);
@@ -506,6 +531,16 @@ std::string markdown_table(const Row& header, const std::vector<Row>& rows) {
   return out;
 }
 
+// One row per changed param of a compared case (each case once, though compared twice with --absolute).
+std::vector<Row> param_change_rows(const Report& r) {
+  std::vector<Row> rows;
+  std::set<CaseKey> listed;
+  for (const auto& c : r.comparisons)
+    if (!c.param_changes.empty() && listed.insert(c.key).second)
+      for (const auto& change : c.param_changes) rows.push_back({c.key.label(), change});
+  return rows;
+}
+
 std::string text_environment(const Report& r) {
   std::vector<Row> changed;
   for (const auto& f : r.environment)
@@ -526,6 +561,8 @@ std::string render_text(const Report& r) {
     for (const auto& c : r.comparisons) rows.push_back(comparison_row(c));
     blocks.push_back(aligned_table(rows));
   }
+  if (const auto changed = param_change_rows(r); !changed.empty())
+    blocks.push_back("params changed (same case, other settings):\n" + aligned_table(changed));
   std::string lists;
   std::vector<Row> not_ok_rows;
   for (const auto& s : r.not_ok)
@@ -555,6 +592,8 @@ std::string render_markdown(const Report& r) {
     }
     out += markdown_table({"verdict", "case", "metric", "base", "new", "change", "noise"}, rows) + "\n";
   }
+  if (const auto changed = param_change_rows(r); !changed.empty())
+    out += "#### Params changed\n\n" + markdown_table({"case", "change"}, changed) + "\n";
   std::vector<Row> not_ok_rows;
   for (const auto& s : r.not_ok)
     if (!s.skipped_in_both())
@@ -586,7 +625,7 @@ nlohmann::json report_json(const Report& r) {
               {"test", c.test == NoiseTest::rank ? "mann-whitney-u" : "spread"},
               {"noise", c.test == NoiseTest::spread ? nlohmann::json(c.noise) : nlohmann::json()},
               {"p_value", c.p_value ? nlohmann::json(*c.p_value) : nlohmann::json()},
-              {"verdict", verdict_name(c.verdict)}});
+              {"verdict", verdict_name(c.verdict)}, {"param_changes", c.param_changes}});
     comparisons.push_back(j);
   }
   nlohmann::json not_ok = nlohmann::json::array();

@@ -91,6 +91,9 @@ struct Comparison {
   double noise = 0;                 // spread test: relative noise band both runs measured
   std::optional<double> p_value;    // rank test
   Verdict verdict = Verdict::same;
+  // The case's params that differ between the runs, e.g. `attention: unfused -> fused`: what
+  // changed besides the code and the environment (a default that moved, a counterfactual).
+  std::vector<std::string> param_changes;
 };
 
 // A case common to both sides whose status is not ok in at least one of them.
@@ -132,6 +135,9 @@ Comparison judge(Comparison c, double base_spread, double current_spread,
 
 // Throws UsageError when the two sides have no case in common (other suites, other machines).
 Report compare(const ResultSet& base, const ResultSet& current, const Options& options);
+
+// "key: base -> new" for each top-level param whose value differs (strings unquoted, "-" for absent).
+std::vector<std::string> param_changes(const nlohmann::json& base, const nlohmann::json& current);
 
 std::vector<EnvironmentField> environment_fields(const std::vector<nlohmann::json>& base,
                                                  const std::vector<nlohmann::json>& current);

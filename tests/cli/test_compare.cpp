@@ -336,6 +336,35 @@ TEST(CompareVerdicts, AddedAndMissingCasesAreListed) {
   EXPECT_EQ(r.exit_code(), 0);
 }
 
+TEST(CompareVerdicts, ChangedParamsOfACaseAreListedWithItsVerdict) {
+  auto base = gemm_run(1e-4), current = gemm_run(0.8e-4);
+  base.cases[1].params = {{"attention", "unfused"}, {"batch", 8}, {"tensor_cores", "on"}};
+  current.cases[1].params = {{"attention", "fused"}, {"batch", 8}, {"seq_len", 1024}};
+  const auto r = compare_docs(base, current, Options{.absolute = true});
+  std::size_t with_changes = 0;
+  for (const auto& c : r.comparisons) {
+    if (c.key.precision != "bf16") {
+      EXPECT_TRUE(c.param_changes.empty()) << c.key.label();
+      continue;
+    }
+    ++with_changes;
+    EXPECT_EQ(c.param_changes,
+              (std::vector<std::string>{"attention: unfused -> fused", "seq_len: - -> 1024", "tensor_cores: on -> -"}));
+  }
+  EXPECT_EQ(with_changes, 2u) << "the speedup and the median time";
+  const auto text = render_text(r);
+  EXPECT_NE(text.find("params changed"), std::string::npos) << text;
+  EXPECT_EQ(text.find("attention: unfused -> fused"), text.rfind("attention: unfused -> fused"))
+      << "each case's changes listed once\n" << text;
+  EXPECT_NE(render_markdown(r).find("#### Params changed"), std::string::npos);
+  std::size_t json_changes = 0;
+  const nlohmann::json json = report_json(r);
+  for (const auto& c : json.at("comparisons")) json_changes += c.at("param_changes").size();
+  EXPECT_EQ(json_changes, 6u);
+  // Unchanged params: no block at all.
+  EXPECT_EQ(render_text(compare_docs(gemm_run(1e-4), gemm_run(1e-4))).find("params changed"), std::string::npos);
+}
+
 TEST(CompareVerdicts, EnvironmentChangesAreReported) {
   const auto r = compare(make_result_set({{"base.json", document({}, "12.4.5")}, {"b2.json", gemm_run(1e-4)}}),
                          make_result_set({{"new.json", gemm_run(1e-4)}, {"n2.json", document({}, "12.5.2")}}), {});
