@@ -5,8 +5,9 @@
 # included), runs the microbenchmark suites (--quick) and gpt2-124m training in every mode on the
 # GPU, measures PyTorch's matmul, copy and GPT-2 training step for the targets, and writes into
 # OUTDIR (at most 8 files):
-#   check.log  tests.txt  result-quick.json  result-transformer.json  result-profile.json
-#   torch.json  torch-gpt2.json  summary.txt
+#   check.log (everything printed, the summary table last)  tests.txt  result-quick.json
+#   result-transformer.json  result-profile.json  torch.json  torch-gpt2.json
+#   trace-tiny.amp-bf16.json (a profiled tiny step: the GPU trace to keep as a test fixture)
 # (the environment is in every result document and in check.log)
 # ending with a short table. A failing step is reported and the next one still runs.
 # Usage: scripts/device/check.sh OUTDIR
@@ -92,6 +93,19 @@ step "mpbench run --suite transformer $training --precision fp32,amp-bf16 --prof
 timeout 240 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,amp-bf16 --profile --device "$device" \
   --out "$out/result-profile.json" || fail "mpbench run --suite transformer --profile (exit $?)"
 
+# A small real trace for the profiler's test fixtures; on a GPU also counted (--counters).
+step "mpbench run --suite transformer --config tiny --precision amp-bf16 --trace (fixture)"
+counters=(); [[ $device == cuda ]] && counters=(--counters)
+timeout 120 "$MPBENCH_BIN" run --suite transformer --config tiny --steps 3 --warmup-steps 1 --precision amp-bf16 \
+  "${counters[@]}" --trace "$out/trace-tiny.json" --device "$device" --out "$pack/result-tiny.json" ||
+  fail "mpbench run --trace (exit $?)"
+python3 - "$pack/result-tiny.json" <<'PY' || true
+import json, sys
+for c in json.load(open(sys.argv[1]))["cases"]:
+    p = c["details"].get("profile", {})
+    print("tiny trace:", p.get("status"), "nvtx ranges/step", p.get("nvtx_ranges_per_step"), "counters", p.get("counters"))
+PY
+
 step "PyTorch baseline (same machine, same call)"
 LD_LIBRARY_PATH=$original_ld_path timeout 180 python3 "$repo/scripts/device/torch_baseline.py" --out "$out/torch.json" ||
   echo "check: PyTorch baseline not measured"
@@ -103,5 +117,5 @@ fi
 step "summary"
 python3 "$repo/scripts/device/summarize.py" --result "$out/result-quick.json" --torch "$out/torch.json" \
   --transformer "$out/result-transformer.json" --torch-gpt2 "$out/torch-gpt2.json" --profile "$out/result-profile.json" \
-  --tests "$out/tests.txt" | tee "$out/summary.txt"
+  --tests "$out/tests.txt"
 exit $status

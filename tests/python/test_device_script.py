@@ -22,11 +22,12 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     produced = sorted(p.name for p in tmp_path.iterdir())
-    assert {"check.log", "tests.txt", "result-quick.json", "result-transformer.json", "result-profile.json", "summary.txt"} <= set(produced)
+    assert {"check.log", "tests.txt", "result-quick.json", "result-transformer.json", "result-profile.json",
+            "trace-tiny.amp-bf16.json"} <= set(produced)
     assert len(produced) <= 8  # what the device tool brings back
     result = json.loads((tmp_path / "result-quick.json").read_text())
     assert any(c["status"] == "ok" for c in result["cases"])
-    summary = (tmp_path / "summary.txt").read_text()
+    summary = (tmp_path / "check.log").read_text().rsplit(" summary\n", 1)[-1]  # the last step's output
     assert "test_backends" in summary and "== targets" in summary
     assert "copy kernel vs cudaMemcpy" in summary
     assert "transformer tiny_b4_t16 fp32" in summary and "final loss vs fp32" in summary
@@ -35,5 +36,7 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
     assert all(c["details"]["profile"]["status"] == "profiled" for c in profiled["cases"])
     training = json.loads((tmp_path / "result-transformer.json").read_text())
     assert [c["precision"] for c in training["cases"]] == ["fp32", "tf32", "amp-fp16", "amp-bf16", "bf16"]
+    trace = json.loads((tmp_path / "trace-tiny.amp-bf16.json").read_text())
+    assert any(e.get("cat") == "user_annotation" for e in trace["traceEvents"])
     tests = (tmp_path / "tests.txt").read_text()
     assert "exit 0" in tests and "FAILED" not in tests
