@@ -41,7 +41,14 @@ std::optional<Interval> Trace::span() const {
   return span;
 }
 
-std::vector<RangeRecord> ranges_from_markers(const std::vector<MarkerEvent>& markers) {
+std::vector<RangeRecord> ranges_from_markers(const std::vector<MarkerEvent>& delivered) {
+  // CUPTI's buffers need not deliver markers in time order: pair them in time order, a start
+  // before an end of the same instant.
+  std::vector<MarkerEvent> markers = delivered;
+  std::stable_sort(markers.begin(), markers.end(), [](const MarkerEvent& a, const MarkerEvent& b) {
+    if (a.timestamp_ns != b.timestamp_ns) return a.timestamp_ns < b.timestamp_ns;
+    return a.kind == MarkerEvent::Kind::start && b.kind != MarkerEvent::Kind::start;
+  });
   std::unordered_map<std::uint32_t, const MarkerEvent*> open;
   std::vector<RangeRecord> ranges;
   for (const MarkerEvent& m : markers) {

@@ -80,9 +80,9 @@ struct MarkerEvent {
   std::string name;
 };
 
-// NVTX ranges from markers: each start joined with the end of its id (end before start never
-// happens on one clock), in start order; marks and starts or ends without their partner (a range
-// open across the collection's edges) are left out.
+// NVTX ranges from markers in any delivery order: each start joined with the next end of its id
+// in time, in start order; marks and starts or ends without their partner (a range open across
+// the collection's edges) are left out.
 std::vector<RangeRecord> ranges_from_markers(const std::vector<MarkerEvent>& markers);
 
 struct ExternalCorrelation {

@@ -233,7 +233,7 @@ KernelCounterCollector::KernelCounterCollector(const std::vector<std::string>& c
   config.numNestingLevels = 1;
   config.minNestingLevel = 1;
   config.passIndex = 0;
-  config.targetNestingLevel = 0;
+  config.targetNestingLevel = 1;  // "set this to minNestingLevel" (cupti_profiler_target.h)
   check(a.set_config(&config), "cuptiRangeProfilerSetConfig");
   auto start = cupti_params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
   start.pRangeProfilerObject = session->profiler;
@@ -252,6 +252,8 @@ std::vector<double> KernelCounterCollector::stop() {
   stop.pRangeProfilerObject = session->profiler;
   session->started = false;
   check(a.stop(&stop), "cuptiRangeProfilerStop");
+  if (!stop.isAllPassSubmitted)
+    throw CuptiUnavailable(fmt::format("the range profiler wants more passes than kernel replay made for {}", metric_));
   auto decode = cupti_params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
   decode.pRangeProfilerObject = session->profiler;
   check(a.decode(&decode), "cuptiRangeProfilerDecodeData");

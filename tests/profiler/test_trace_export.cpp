@@ -113,6 +113,14 @@ TEST(NvtxMarkers, StartsPairWithTheirEndsByIdInStartOrder) {
   EXPECT_EQ(ranges[2].thread, 200u);
   EXPECT_EQ(ranges[2].time.duration_ns(), 40u);
   for (const RangeRecord& r : ranges) EXPECT_EQ(r.external_id, 0u);
+  // Delivered out of time order (two CUPTI buffers), the same ranges come out.
+  std::vector<MarkerEvent> shuffled(markers.rbegin(), markers.rend());
+  const std::vector<RangeRecord> again = ranges_from_markers(shuffled);
+  ASSERT_EQ(again.size(), ranges.size());
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    EXPECT_EQ(again[i].name, ranges[i].name);
+    EXPECT_EQ(again[i].time.end_ns, ranges[i].time.end_ns);
+  }
 }
 
 TEST(ChromeTrace, NvtxRangesHaveTracksOfTheirOwn) {

@@ -317,14 +317,14 @@ std::optional<std::string> CudaTransformerOps::unsupported(GemmPrecision precisi
 
 std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKernels kernels, GemmPrecision precision) const {
   if (kernels == AttentionKernels::unfused) return std::nullopt;
-  if (const auto reason = fused_attention_unavailable()) return *reason;
-  if (compute_major_ < 8)
-    return fmt::format("cuDNN's fused attention needs compute capability 8.0 or newer; {} is {}.{}", device_name_,
-                       compute_major_, compute_minor_);
+  // What the precision rules out first: it needs no cuDNN to say.
   if (precision != GemmPrecision::fp16 && precision != GemmPrecision::bf16)
     return fmt::format("cuDNN's fused attention takes fp16 or bf16 operands; {} attention runs unfused",
                        gemm_precision_info(precision).name);
-  return std::nullopt;
+  if (compute_major_ < 8)
+    return fmt::format("cuDNN's fused attention needs compute capability 8.0 or newer; {} is {}.{}", device_name_,
+                       compute_major_, compute_minor_);
+  return fused_attention_unavailable();
 }
 
 void CudaTransformerOps::set_matmul_precision(const MatmulPrecision& precision) {

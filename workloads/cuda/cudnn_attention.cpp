@@ -77,10 +77,14 @@ class CudnnAttention final : public FusedAttention {
  public:
   CudnnAttention(cudaStream_t stream, WorkspaceProvider workspace) : workspace_(std::move(workspace)) {
     if (const auto& problem = load_cudnn()) throw BackendError(*problem);
-    guarded("creating a cuDNN handle", [&] {
-      check_status(fe::detail::create_handle(&handle_), "cudnnCreate");
-      check_status(fe::detail::set_stream(handle_, stream), "cudnnSetStream");
-    });
+    guarded("creating a cuDNN handle", [&] { check_status(fe::detail::create_handle(&handle_), "cudnnCreate"); });
+    try {
+      guarded("setting the cuDNN handle's stream",
+              [&] { check_status(fe::detail::set_stream(handle_, stream), "cudnnSetStream"); });
+    } catch (...) {
+      fe::detail::destroy_handle(handle_);  // the destructor does not run for a throwing constructor
+      throw;
+    }
   }
   ~CudnnAttention() override {
     plans_.clear();
