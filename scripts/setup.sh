@@ -46,16 +46,20 @@ if command -v nvcc >/dev/null && [[ ! -f $frontend/include/cudnn_frontend.h ]]; 
   echo "setup: fetching the cuDNN frontend $CUDNN_FRONTEND_VERSION headers (PyPI nvidia-cudnn-frontend) into $frontend"
   wheels=$(mktemp -d)
   # Any platform's wheel holds the same headers: ask for one fixed wheel.
-  .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-    --python-version 3.11 --platform manylinux_2_28_x86_64 --dest "$wheels" "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION"
-  .venv/bin/python - "$wheels" "$frontend" <<'PY'
+  if .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+       --python-version 3.11 --platform manylinux_2_28_x86_64 --dest "$wheels" \
+       "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION"; then
+    .venv/bin/python - "$wheels" "$frontend" <<'PY'
 import glob, os, sys, zipfile
 wheel, target = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0], sys.argv[2]
 with zipfile.ZipFile(wheel) as z:
     z.extractall(target, [n for n in z.namelist() if n.startswith("include/")])
 PY
+    fetched_frontend=1
+  else
+    echo "setup: warning: could not fetch the cuDNN frontend headers: building without fused attention (run setup again to retry)"
+  fi
   rm -rf "$wheels"
-  fetched_frontend=1
 fi
 if [[ ! -f build/build.ninja || $fetched_frontend == 1 ]]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
