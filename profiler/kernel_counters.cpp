@@ -9,15 +9,16 @@
 
 namespace mpbench::profiler {
 
-bool attach_tensor_pipe_counters(Trace& trace, const std::vector<double>& counters) {
-  if (counters.size() != trace.kernels.size()) return false;
+bool attach_tensor_pipe_counters(Trace& trace, const std::vector<double>& counters, std::size_t steps) {
+  if (counters.empty() || counters.size() * steps != trace.kernels.size()) return false;
   // One host thread launches them all, so correlation ids are in launch order.
   std::vector<std::size_t> order(trace.kernels.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return trace.kernels[a].where.correlation_id < trace.kernels[b].where.correlation_id;
   });
-  for (std::size_t i = 0; i < order.size(); ++i) trace.kernels[order[i]].tensor_pipe_pct = counters[i];
+  for (std::size_t i = 0; i < order.size(); ++i)
+    trace.kernels[order[i]].tensor_pipe_pct = counters[i % counters.size()];
   return true;
 }
 

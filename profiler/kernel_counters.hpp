@@ -52,9 +52,11 @@ class KernelCounterCollector {
 };
 
 // Sets tensor_pipe_pct of the kernels of `trace` from `counters`, which counted the same kernels
-// in the same order (the kernel records sorted by their launch's correlation id). Returns false,
-// changing nothing, when the counts differ.
-bool attach_tensor_pipe_counters(Trace& trace, const std::vector<double>& counters);
+// in the same order (the kernel records sorted by their launch's correlation id); or, with
+// `steps` > 1, counted one of the `steps` steps the trace holds, each launching the same kernels:
+// kernel i of every step gets counters[i]. Returns false, changing nothing, when the trace does
+// not hold steps × counters.size() kernels.
+bool attach_tensor_pipe_counters(Trace& trace, const std::vector<double>& counters, std::size_t steps = 1);
 
 // Sets tensor_pipe_pct of each kernel of `target` that has none from the counted kernels of
 // `counted` with the same name launched by an op range of the same name (their mean): counts of

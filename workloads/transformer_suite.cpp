@@ -154,8 +154,13 @@ constexpr std::size_t kMaxCountedKernels = 1 << 16;
 
 // --counters: one more step with every kernel counted (kernel replay makes it slow, so it is
 // neither timed nor profiled), its tensor pipe % carried to the same kernels of the profiled
-// steps, whose breakdown then has measured Tensor Core evidence. What happened, for details.
-nlohmann::json count_step(Trainer& trainer, TransformerOps<float>& ops, TokenSource& data, profiler::Trace& profiled) {
+// steps, whose breakdown then has measured Tensor Core evidence. First with the activity records
+// of the counted step (exact: the kernels' names and ops); should CUPTI refuse the range profiler
+// beside activity tracing, a step counted on its own, matched to each of the `profiled_steps` by
+// launch order. What happened, for details.
+nlohmann::json count_step(Trainer& trainer, TransformerOps<float>& ops, TokenSource& data, profiler::Trace& profiled,
+                          std::size_t profiled_steps) {
+  std::string beside_activity;
   try {
     const auto counter = counting_step_profiler(ops, kMaxCountedKernels);
     {
@@ -171,7 +176,27 @@ nlohmann::json count_step(Trainer& trainer, TransformerOps<float>& ops, TokenSou
             {"profiled_kernels_with_counts", carried},
             {"source", counter->source()}};
   } catch (const profiler::CuptiUnavailable& e) {
-    return {{"status", "unavailable"}, {"reason", e.what()}};
+    beside_activity = e.what();
+  }
+  try {
+    profiler::KernelCounterCollector counter(profiler::tensor_pipe_metric_candidates(), kMaxCountedKernels);
+    trainer.step(data);
+    ops.synchronize();
+    const std::vector<double> counts = counter.stop();
+    if (counter.dropped_kernels() > 0 || !profiler::attach_tensor_pipe_counters(profiled, counts, profiled_steps))
+      throw profiler::CuptiUnavailable(fmt::format(
+          "a step counted on its own launched {} kernels ({} dropped); the {} profiled steps hold {}", counts.size(),
+          counter.dropped_kernels(), profiled_steps, profiled.kernels.size()));
+    return {{"status", "counted"},
+            {"metric", counter.metric()},
+            {"counted_kernels", counts.size()},
+            {"profiled_kernels", profiled.kernels.size()},
+            {"profiled_kernels_with_counts", profiled.kernels.size()},
+            {"source", "CUPTI's range profiler (auto range, kernel replay) in a step of its own, matched to each "
+                       "profiled step by launch order"},
+            {"beside_activity_records", beside_activity}};
+  } catch (const profiler::CuptiUnavailable& e) {
+    return {{"status", "unavailable"}, {"reason", e.what()}, {"beside_activity_records", beside_activity}};
   }
 }
 
@@ -194,7 +219,8 @@ ProfiledSteps profile_steps(const TransformerPlan& plan, Trainer& trainer, Trans
     out.trace = recorder->finish();
     out.gpu_activity = recorder->records_gpu_activity();
     out.source = recorder->source();
-    if (plan.counters && out.gpu_activity && !interrupted) out.counters = count_step(trainer, ops, data, out.trace);
+    if (plan.counters && out.gpu_activity && !interrupted)
+      out.counters = count_step(trainer, ops, data, out.trace, out.step_seconds.size());
   } catch (const profiler::CuptiUnavailable& e) {
     out = ProfiledSteps{};
     out.unprofiled_reason = e.what();

@@ -42,6 +42,22 @@ TEST(KernelCounters, AttachInLaunchOrder) {
   for (const KernelRecord& k : other.kernels) EXPECT_FALSE(k.tensor_pipe_pct.has_value());
 }
 
+TEST(KernelCounters, OneCountedStepAttachesToEveryStepOfTheSameKernels) {
+  // Two steps of the same four launches (correlations 10-13, then 20-23), delivered shuffled.
+  Trace two = step(1000, 10);
+  Trace second = step(2000, 20);
+  two.kernels.insert(two.kernels.begin(), second.kernels.begin(), second.kernels.end());
+  ASSERT_TRUE(attach_tensor_pipe_counters(two, {61.0, 0.0, 59.0, 0.5}, 2));
+  for (const KernelRecord& k : two.kernels) {
+    const std::uint32_t launch = k.where.correlation_id % 10;  // position within its step
+    EXPECT_EQ(k.tensor_pipe_pct, (std::vector<double>{61.0, 0.0, 59.0, 0.5}[launch])) << k.where.correlation_id;
+  }
+  Trace three = step(1000, 10);
+  EXPECT_FALSE(attach_tensor_pipe_counters(three, {61.0, 0.0}, 3)) << "4 kernels are not 3 steps of 2";
+  EXPECT_FALSE(attach_tensor_pipe_counters(three, {}, 1));
+  for (const KernelRecord& k : three.kernels) EXPECT_FALSE(k.tensor_pipe_pct.has_value());
+}
+
 TEST(KernelCounters, CarriedToTheSameKernelsOfTheSameRangesInOtherSteps) {
   Trace counted = step(1000, 10);
   ASSERT_TRUE(attach_tensor_pipe_counters(counted, {60.0, 0.0, 40.0, 0.0}));
