@@ -497,12 +497,18 @@ def plot_transformer_speedup(m: Machine, config: str, cases: list[dict], count: 
                 and m.cases.get(k, {}).get("status") == "ok"}
     if not speedups:
         return None
+    # With --attention auto a GPU runs amp modes on fused attention and fp32 unfused: say so on the bars.
+    attention = {c["precision"]: c.get("params", {}).get("attention") for c in cases}
+    mixed = len({a for a in attention.values() if a}) > 1
+    caption = "Step-time speedup of each precision mode over the run's baseline, measured in the same run."
+    if mixed:
+        caption += (" The modes ran different attention kernels (params.attention), so part of a speedup may be "
+                    "the fused attention; a run with --attention unfused compares precisions alone.")
     plot, (ax,) = new_plot(f"transformer-speedup-{config_suffix(m, config, count)}",
-                           f"Training step speedup per mode — {config} — {m.device}",
-                           "Step-time speedup of each precision mode over the run's baseline, measured in the "
-                           "same run.", m.stamp())
+                           f"Training step speedup per mode — {config} — {m.device}", caption, m.stamp())
     modes = sorted(speedups)
-    ax.bar(modes, [speedups[p] for p in modes], color="tab:green")
+    labels = [f"{p}\n{attention[p]} attention" if mixed and attention.get(p) else p for p in modes]
+    ax.bar(labels, [speedups[p] for p in modes], color="tab:green")
     ax.axhline(1, color="0.3", linewidth=1)
     for p in modes:
         plot.add("speedup", p, speedups[p], f"transformer/{config}/{p}")

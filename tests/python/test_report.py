@@ -145,6 +145,22 @@ def test_transformer_plots_are_skipped_quietly_without_details(report, write_doc
     assert not any(n.startswith(("transformer-breakdown", "transformer-loss")) for n in names)
 
 
+def test_transformer_speedup_says_when_modes_ran_different_attention(report, write_document, tmp_path):
+    cases = transformer_cases(10000.0)
+    for c in cases:
+        c["params"]["attention"] = "unfused" if c["precision"] == "fp32" else "fused"
+    out = tmp_path / "out"
+    assert run_report(report, [write_document("mixed.json", document(cases)), "-o", out]) == 0
+    svg = next(out.glob("transformer-speedup-*.svg")).read_text()
+    assert "fused attention" in svg
+    page = (out / "index.html").read_text()
+    assert "--attention unfused compares precisions alone" in page
+    # The same modes on the same kernels: plain labels, no remark.
+    same = tmp_path / "same"
+    assert run_report(report, [write_document("plain.json", document(transformer_cases(10000.0))), "-o", same]) == 0
+    assert "compares precisions alone" not in (same / "index.html").read_text()
+
+
 def multi_machine_documents(write_document):
     a100 = document(gemm_cases(1.0) + transformer_cases(10000.0), gpu="NVIDIA A100-SXM4-80GB", cuda="12.1")
     h100 = document(gemm_cases(2.0) + transformer_cases(30000.0), gpu="NVIDIA H100 80GB HBM3", cuda="12.4",
