@@ -165,10 +165,11 @@ MPB_HD uint16_t f32_to_bf16_bits(float x) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 #else
   // bf16 is the top half of fp32, so round to nearest even is one add on the bit pattern (a carry
-  // into the exponent is the next binade, or inf); branch-free apart from NaN, so loops vectorize.
+  // into the exponent is the next binade, or inf), and a NaN keeps its sign and top payload bits
+  // and turns quiet (quiet_nan_code for bf16). A select rather than a branch, so loops vectorize.
   const uint32_t bits = float_to_bits(x);
-  if (detail::is_nan_bits(bits)) return uint16_t(detail::quiet_nan_code(bits, detail::kBf16));
-  return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+  return uint16_t(detail::is_nan_bits(bits) ? (bits >> 16) | 0x0040u : rounded);
 #endif
 }
 

@@ -67,22 +67,12 @@ void in_shares(std::size_t n, Body body) {
   }
 }
 
-// num::f32_to_bf16_bits with the NaN case as a select instead of a branch, so loops vectorize:
-// round to nearest even by one add on the bit pattern; a NaN keeps its sign and top payload bits
-// and turns quiet. The round_to test holds it to round_to_format bit for bit.
-inline std::uint16_t bf16_bits(float x) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
-  const std::uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
-  const std::uint32_t quiet_nan = (bits >> 16) | 0x0040u;
-  return static_cast<std::uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
-}
-
 MPBENCH_WIDEST_SIMD void round_to_bf16(float* x, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) x[i] = std::bit_cast<float>(std::uint32_t{bf16_bits(x[i])} << 16);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::bit_cast<float>(std::uint32_t{num::f32_to_bf16_bits(x[i])} << 16);
 }
 
 MPBENCH_WIDEST_SIMD void convert_to_bf16(const float* x, std::uint16_t* bits, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) bits[i] = bf16_bits(x[i]);
+  for (std::size_t i = 0; i < n; ++i) bits[i] = num::f32_to_bf16_bits(x[i]);
 }
 
 // x[i] = round_to_format(x[i], F) with the format fixed at compile time, so the switch inside
@@ -112,7 +102,7 @@ void round_values(float* x, std::size_t n, num::Format format) {
 // run) inline.
 inline float operand(float x, num::Format format) {
   if (format == num::Format::fp32) return x;
-  if (format == num::Format::bf16) return std::bit_cast<float>(std::uint32_t{bf16_bits(x)} << 16);
+  if (format == num::Format::bf16) return std::bit_cast<float>(std::uint32_t{num::f32_to_bf16_bits(x)} << 16);
   return round_to_format(x, format);
 }
 
