@@ -152,6 +152,17 @@ class Listening {
 // Enough auto ranges for one training step of the largest configs (each kernel is one).
 constexpr std::size_t kMaxCountedKernels = 1 << 16;
 
+// details.profile.counters of a counted step.
+nlohmann::json counted_json(const std::string& metric, std::size_t counted_kernels, const profiler::Trace& profiled,
+                            std::size_t with_counts, const std::string& source) {
+  return {{"status", "counted"},
+          {"metric", metric},
+          {"counted_kernels", counted_kernels},
+          {"profiled_kernels", profiled.kernels.size()},
+          {"profiled_kernels_with_counts", with_counts},
+          {"source", source}};
+}
+
 // --counters: one more step with every kernel counted (kernel replay makes it slow, so it is
 // neither timed nor profiled), its tensor pipe % carried to the same kernels of the profiled
 // steps, whose breakdown then has measured Tensor Core evidence. First with the activity records
@@ -169,12 +180,8 @@ nlohmann::json count_step(Trainer& trainer, TransformerOps<float>& ops, TokenSou
     }
     const profiler::Trace counted = counter->finish();
     const std::size_t carried = profiler::carry_tensor_pipe_counters(counted, profiled);
-    return {{"status", "counted"},
-            {"metric", counter->counted_metric().value_or("")},
-            {"counted_kernels", counted.kernels.size()},
-            {"profiled_kernels", profiled.kernels.size()},
-            {"profiled_kernels_with_counts", carried},
-            {"source", counter->source()}};
+    return counted_json(counter->counted_metric().value_or(""), counted.kernels.size(), profiled, carried,
+                        counter->source());
   } catch (const profiler::CuptiUnavailable& e) {
     beside_activity = e.what();
   }
@@ -187,14 +194,11 @@ nlohmann::json count_step(Trainer& trainer, TransformerOps<float>& ops, TokenSou
       throw profiler::CuptiUnavailable(fmt::format(
           "a step counted on its own launched {} kernels ({} dropped); the {} profiled steps hold {}", counts.size(),
           counter.dropped_kernels(), profiled_steps, profiled.kernels.size()));
-    return {{"status", "counted"},
-            {"metric", counter.metric()},
-            {"counted_kernels", counts.size()},
-            {"profiled_kernels", profiled.kernels.size()},
-            {"profiled_kernels_with_counts", profiled.kernels.size()},
-            {"source", "CUPTI's range profiler (auto range, kernel replay) in a step of its own, matched to each "
-                       "profiled step by launch order"},
-            {"beside_activity_records", beside_activity}};
+    nlohmann::json out = counted_json(counter.metric(), counts.size(), profiled, profiled.kernels.size(),
+                                      "CUPTI's range profiler (auto range, kernel replay) in a step of its own, "
+                                      "matched to each profiled step by launch order");
+    out["beside_activity_records"] = beside_activity;
+    return out;
   } catch (const profiler::CuptiUnavailable& e) {
     return {{"status", "unavailable"}, {"reason", e.what()}, {"beside_activity_records", beside_activity}};
   }

@@ -554,12 +554,7 @@ void CudaTransformerOps::attention_forward(float* out, float* att, const float* 
   const std::size_t head_elements = std::size_t(B) * NH * T * hs;
   const std::size_t att_elements = std::size_t(B) * NH * T * T;
   const std::size_t operand = cuda_kernels::operand_bytes(format);
-  void* q = scratch(kHeadsQ, head_elements * operand);
-  void* k = scratch(kHeadsK, head_elements * operand);
-  void* v = scratch(kHeadsV, head_elements * operand);
-  cuda_kernels::rows_to_heads(launch_, q, qkv, 3 * C, B, T, NH, hs, format);
-  cuda_kernels::rows_to_heads(launch_, k, qkv + C, 3 * C, B, T, NH, hs, format);
-  cuda_kernels::rows_to_heads(launch_, v, qkv + 2 * C, 3 * C, B, T, NH, hs, format);
+  const auto [q, k, v] = qkv_to_heads(qkv, B, T, C, NH);
 
   GemmCall scores;
   scores.name = "attention scores (q k^T)";
@@ -610,13 +605,8 @@ void CudaTransformerOps::attention_backward(float* dqkv, const float* dout, cons
   const std::size_t operand = cuda_kernels::operand_bytes(format);
   const std::int64_t head_stride = std::int64_t(T) * hs;
   const std::int64_t att_stride = std::int64_t(T) * T;
-  void* q = scratch(kHeadsQ, head_elements * operand);
-  void* k = scratch(kHeadsK, head_elements * operand);
-  void* v = scratch(kHeadsV, head_elements * operand);
+  const auto [q, k, v] = qkv_to_heads(qkv, B, T, C, NH);
   void* dy = scratch(kHeadsDy, head_elements * operand);
-  cuda_kernels::rows_to_heads(launch_, q, qkv, 3 * C, B, T, NH, hs, format);
-  cuda_kernels::rows_to_heads(launch_, k, qkv + C, 3 * C, B, T, NH, hs, format);
-  cuda_kernels::rows_to_heads(launch_, v, qkv + 2 * C, 3 * C, B, T, NH, hs, format);
   cuda_kernels::rows_to_heads(launch_, dy, dout, C, B, T, NH, hs, format);
   const void* probs = att;
   if (format != num::Format::fp32) {
@@ -672,9 +662,21 @@ void CudaTransformerOps::attention_backward(float* dqkv, const float* dout, cons
   key_grad.batch = BNH;
   gemm(key_grad);
 
-  cuda_kernels::heads_to_rows(launch_, dqkv, dq, num::Format::fp32, 3 * C, B, T, NH, hs, true);
-  cuda_kernels::heads_to_rows(launch_, dqkv + C, dk, num::Format::fp32, 3 * C, B, T, NH, hs, true);
-  cuda_kernels::heads_to_rows(launch_, dqkv + 2 * C, dv, num::Format::fp32, 3 * C, B, T, NH, hs, true);
+  add_heads_to_qkv(dqkv, {dq, dk, dv}, num::Format::fp32, B, T, C, NH);
+}
+
+std::array<void*, 3> CudaTransformerOps::qkv_to_heads(const float* qkv, int B, int T, int C, int NH) {
+  const std::size_t bytes = std::size_t(B) * T * C * cuda_kernels::operand_bytes(input_format());
+  std::array<void*, 3> heads{scratch(kHeadsQ, bytes), scratch(kHeadsK, bytes), scratch(kHeadsV, bytes)};
+  for (int part = 0; part < 3; ++part)
+    cuda_kernels::rows_to_heads(launch_, heads[part], qkv + part * C, 3 * C, B, T, NH, C / NH, input_format());
+  return heads;
+}
+
+void CudaTransformerOps::add_heads_to_qkv(float* dqkv, const std::array<const void*, 3>& heads, num::Format format,
+                                          int B, int T, int C, int NH) {
+  for (int part = 0; part < 3; ++part)
+    cuda_kernels::heads_to_rows(launch_, dqkv + part * C, heads[part], format, 3 * C, B, T, NH, C / NH, true);
 }
 
 FusedAttention& CudaTransformerOps::fused_attention() {
@@ -688,35 +690,31 @@ FusedAttention& CudaTransformerOps::fused_attention() {
 // The fused kernels read q, k, v as [B,NH,T,hs] 16-bit operands (the same layout and rounding as the
 // unfused path's) and write out in that layout; att keeps the softmax statistics [B,NH,T] and,
 // after them, the forward's 16-bit output, which the backward needs.
-AttentionShape CudaTransformerOps::fused_attention_operands(const float* qkv, int B, int T, int C, int NH) {
-  const num::Format format = input_format();
-  if (!is_half(format))
+void CudaTransformerOps::require_half_operands() const {
+  if (!is_half(input_format()))
     throw BackendError(fmt::format("fused attention takes fp16 or bf16 operands, not {} (use --attention unfused "
                                    "or auto for this mode)",
                                    gemm_precision_info(precision_.gemm).name));
-  const AttentionShape shape{B, NH, T, C / NH};
-  const std::size_t bytes = std::size_t(B) * T * C * sizeof(std::uint16_t);
-  cuda_kernels::rows_to_heads(launch_, scratch(kHeadsQ, bytes), qkv, 3 * C, B, T, NH, shape.hs, format);
-  cuda_kernels::rows_to_heads(launch_, scratch(kHeadsK, bytes), qkv + C, 3 * C, B, T, NH, shape.hs, format);
-  cuda_kernels::rows_to_heads(launch_, scratch(kHeadsV, bytes), qkv + 2 * C, 3 * C, B, T, NH, shape.hs, format);
-  return shape;
 }
 
 void CudaTransformerOps::fused_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
                                                  int NH) {
-  const AttentionShape shape = fused_attention_operands(qkv, B, T, C, NH);
+  require_half_operands();
+  const AttentionShape shape{B, NH, T, C / NH};
+  const auto [q, k, v] = qkv_to_heads(qkv, B, T, C, NH);
   float* stats = att;
   void* y = att + fused_attention_statistics_elements(B, T, NH);
-  fused_attention().forward(y, stats, scratch_[kHeadsQ].data(), scratch_[kHeadsK].data(), scratch_[kHeadsV].data(),
-                            shape, input_format());
+  fused_attention().forward(y, stats, q, k, v, shape, input_format());
   cuda_kernels::heads_to_rows(launch_, out, y, input_format(), C, B, T, NH, shape.hs, false);
 }
 
 void CudaTransformerOps::fused_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
                                                   int B, int T, int C, int NH) {
-  const AttentionShape shape = fused_attention_operands(qkv, B, T, C, NH);
+  require_half_operands();
+  const AttentionShape shape{B, NH, T, C / NH};
+  const auto [q, k, v] = qkv_to_heads(qkv, B, T, C, NH);
   const num::Format format = input_format();
-  const std::size_t bytes = std::size_t(B) * T * C * sizeof(std::uint16_t);
+  const std::size_t bytes = std::size_t(B) * T * C * cuda_kernels::operand_bytes(format);
   void* dy = scratch(kHeadsDy, bytes);
   cuda_kernels::rows_to_heads(launch_, dy, dout, C, B, T, NH, shape.hs, format);
   void* dq = scratch(kHeadsOutA, bytes);
@@ -724,11 +722,8 @@ void CudaTransformerOps::fused_attention_backward(float* dqkv, const float* dout
   void* dv = scratch(kHeadsOutC, bytes);
   const float* stats = att;
   const void* y = att + fused_attention_statistics_elements(B, T, NH);
-  fused_attention().backward(dq, dk, dv, dy, scratch_[kHeadsQ].data(), scratch_[kHeadsK].data(),
-                             scratch_[kHeadsV].data(), y, stats, shape, format);
-  cuda_kernels::heads_to_rows(launch_, dqkv, dq, format, 3 * C, B, T, NH, shape.hs, true);
-  cuda_kernels::heads_to_rows(launch_, dqkv + C, dk, format, 3 * C, B, T, NH, shape.hs, true);
-  cuda_kernels::heads_to_rows(launch_, dqkv + 2 * C, dv, format, 3 * C, B, T, NH, shape.hs, true);
+  fused_attention().backward(dq, dk, dv, dy, q, k, v, y, stats, shape, format);
+  add_heads_to_qkv(dqkv, {dq, dk, dv}, format, B, T, C, NH);
 }
 
 void CudaTransformerOps::gelu_forward(float* out, const float* inp, std::size_t n) {

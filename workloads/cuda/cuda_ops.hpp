@@ -137,9 +137,14 @@ class CudaTransformerOps final : public TransformerOps<float> {
   void gemm(const GemmCall& call);
   // dst [count] += the GEMM's result rounded to the output format.
   void gemm_add(float* dst, std::size_t count, GemmCall call);
+  // q, k, v of qkv [B,T,3C] as [B,NH,T,hs] operands of the input format, in kHeadsQ/K/V.
+  std::array<void*, 3> qkv_to_heads(const float* qkv, int B, int T, int C, int NH);
+  // dqkv [B,T,3C] += dq, dk, dv [B,NH,T,hs] (floats or 16-bit codes of `format`).
+  void add_heads_to_qkv(float* dqkv, const std::array<const void*, 3>& heads, num::Format format, int B, int T, int C,
+                        int NH);
   FusedAttention& fused_attention();  // made when first needed
-  // q, k, v of qkv as [B,NH,T,hs] 16-bit operands in kHeadsQ/K/V; BackendError unless fp16 or bf16.
-  AttentionShape fused_attention_operands(const float* qkv, int B, int T, int C, int NH);
+  // BackendError unless the GEMMs read fp16 or bf16, which the fused kernels take.
+  void require_half_operands() const;
   void fused_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
   void fused_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
                                 int C, int NH);
