@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/cupti_collector.hpp"
 
@@ -16,12 +16,6 @@ namespace mpbench::microbench {
 namespace {
 
 constexpr double kSecondsPerNs = 1e-9;
-
-struct KernelTotal {
-  std::string name, category, tensor_cores;
-  std::size_t launches = 0;
-  double total_s = 0;
-};
 
 nlohmann::json unprofiled(const std::string& reason) { return {{"status", "unprofiled"}, {"reason", reason}}; }
 
@@ -70,49 +64,44 @@ nlohmann::json summarize_case_profile(const profiler::Trace& trace, int iteratio
   if (trace.kernels.empty() && trace.memcpys.empty() && trace.memsets.empty())
     return unprofiled(fmt::format("CUPTI recorded no kernel, memcpy or memset over {} runs of the case's operation",
                                   iterations));
-  std::map<std::string, KernelTotal> by_name;
+  using profiler::Category, profiler::TensorCoreEvidence;
+  std::map<std::string, profiler::TopKernel> by_name;
   double total_s = 0;
-  const auto add = [&](const std::string& name, std::string_view category, std::string_view tensor_cores,
+  const auto add = [&](const std::string& name, Category category, TensorCoreEvidence tensor_cores,
                        const profiler::Interval& time) {
-    KernelTotal& k = by_name[name];
+    profiler::TopKernel& k = by_name[name];
     k.name = name;
     k.category = category;
     k.tensor_cores = tensor_cores;
-    ++k.launches;
+    ++k.count;
     const double s = static_cast<double>(time.duration_ns()) * kSecondsPerNs;
     k.total_s += s;
     total_s += s;
   };
   for (const auto& k : trace.kernels) {
     const profiler::Classification c = profiler::classify_kernel(k);
-    add(k.name, profiler::category_name(c.category), profiler::evidence_name(c.tensor_cores), k.time);
+    add(k.name, c.category, c.tensor_cores, k.time);
   }
-  const auto copy = profiler::category_name(profiler::Category::copy);
-  const auto no_evidence = profiler::evidence_name(profiler::TensorCoreEvidence::no_evidence);
   for (const auto& m : trace.memcpys)
-    add(fmt::format("[memcpy {}]", profiler::copy_kind_name(m.kind)), copy, no_evidence, m.time);
-  for (const auto& m : trace.memsets) add("[memset]", copy, no_evidence, m.time);
+    add(fmt::format("[memcpy {}]", profiler::copy_kind_name(m.kind)), Category::copy, TensorCoreEvidence::no_evidence,
+        m.time);
+  for (const auto& m : trace.memsets) add("[memset]", Category::copy, TensorCoreEvidence::no_evidence, m.time);
 
-  std::vector<KernelTotal> longest;
-  for (auto& [name, k] : by_name) longest.push_back(std::move(k));
-  // by_name iterates in name order, so equal totals stay in name order: the list is reproducible.
-  std::stable_sort(longest.begin(), longest.end(),
-                   [](const KernelTotal& a, const KernelTotal& b) { return a.total_s > b.total_s; });
+  const std::size_t distinct = by_name.size();
   nlohmann::json kernels = nlohmann::json::array();
-  for (std::size_t i = 0; i < std::min(longest.size(), kProfiledTopKernels); ++i) {
-    const KernelTotal& k = longest[i];
+  for (const profiler::TopKernel& k : profiler::longest_kernels(std::move(by_name), kProfiledTopKernels)) {
     kernels.push_back({{"name", k.name},
-                       {"category", k.category},
-                       {"tensor_cores", k.tensor_cores},
-                       {"launches", k.launches},
+                       {"category", profiler::category_name(k.category)},
+                       {"tensor_cores", profiler::evidence_name(k.tensor_cores)},
+                       {"launches", k.count},
                        {"total_s", k.total_s},
-                       {"mean_s", k.total_s / static_cast<double>(k.launches)}});
+                       {"mean_s", k.total_s / static_cast<double>(k.count)}});
   }
   nlohmann::json profile = {{"status", "profiled"},
                             {"source", "cupti"},
                             {"iterations", iterations},
                             {"kernels", std::move(kernels)},
-                            {"distinct_kernels", longest.size()},
+                            {"distinct_kernels", distinct},
                             {"kernel_s_per_iteration", total_s / iterations}};
   rebase_case_profile(profile, measured_s);
   return profile;

@@ -62,15 +62,15 @@ void add_copy(Breakdown& b, const Attributor& attributor, const Trace& trace, co
   else b.unattributed_s += s;
 }
 
-std::vector<TopKernel> longest(std::map<std::string, TopKernel> by_name, std::size_t n) {
+}  // namespace
+
+std::vector<TopKernel> longest_kernels(std::map<std::string, TopKernel> by_name, std::size_t n) {
   std::vector<TopKernel> all;
   for (auto& [name, k] : by_name) all.push_back(std::move(k));
   std::stable_sort(all.begin(), all.end(), [](const TopKernel& a, const TopKernel& b) { return a.total_s > b.total_s; });
   if (all.size() > n) all.resize(n);
   return all;
 }
-
-}  // namespace
 
 Breakdown compute_breakdown(const Trace& trace, const BreakdownOptions& options) {
   Breakdown b;
@@ -99,7 +99,7 @@ Breakdown compute_breakdown(const Trace& trace, const BreakdownOptions& options)
   }
   for (const auto& m : trace.memcpys) add_copy(b, attributor, trace, m.time, m.where.correlation_id, *region);
   for (const auto& m : trace.memsets) add_copy(b, attributor, trace, m.time, m.where.correlation_id, *region);
-  b.top_kernels = longest(std::move(by_name), options.top_kernels);
+  b.top_kernels = longest_kernels(std::move(by_name), options.top_kernels);
   b.gaps_s = launch_gaps_s(trace, *region);
   return b;
 }

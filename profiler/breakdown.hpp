@@ -41,6 +41,10 @@ struct BreakdownOptions {
   std::size_t top_kernels = 10;
 };
 
+// The n longest of kernels grouped by name, by total time, longest first; equal totals stay in
+// name order, so the list is reproducible.
+std::vector<TopKernel> longest_kernels(std::map<std::string, TopKernel> by_name, std::size_t n);
+
 // Activities are clipped to the region; time in a category is summed over streams, so with
 // concurrent streams the categories can add up to more than the region.
 Breakdown compute_breakdown(const Trace& trace, const BreakdownOptions& options = {});
