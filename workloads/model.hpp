@@ -9,10 +9,14 @@
 // gradients and activations are in the ops' memory.
 //
 // A precision mode (amp/policy.hpp) decides how each op's outputs are stored: the GEMMs run in the
-// mode's precision and every output the policy keeps in fp16/bf16 is rounded to it (values exactly
-// as half storage holds them, kept in fp32 buffers), in the forward and the backward pass alike.
+// mode's precision and every activation the policy keeps in fp16/bf16 is held in that type, in the
+// forward and the backward pass alike. With ops that have no half storage, or when asked
+// (ActivationStorage::emulated), such activations are Real buffers rounded to the type after each
+// op instead: the same values, in twice the bytes.
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "amp/policy.hpp"
@@ -31,10 +35,23 @@ struct ParameterTensor {
 // The tensors of a config, in buffer order.
 std::vector<ParameterTensor> parameter_layout(const GptConfig& config);
 
+// How a model holds the activations its mode keeps in fp16/bf16: in that type (2 bytes each), or
+// in Real buffers holding the rounded values.
+enum class ActivationStorage { half, emulated };
+std::string_view activation_storage_name(ActivationStorage storage);  // "half", "emulated"
+// The storage of that name; UsageError for any other.
+ActivationStorage parse_activation_storage(std::string_view name);
+// What a model in `mode` asked for `requested` uses: half only when the mode keeps some activations
+// in fp16/bf16 and the ops have half storage.
+ActivationStorage activation_storage_for(ActivationStorage requested, bool ops_have_half_storage, amp::Mode mode);
+
 // Bytes of the activations, their gradients and the token arrays Gpt2Model<float> allocates for
-// batches of B sequences of T tokens with `attention` (for a memory check before allocating anything).
+// batches of B sequences of T tokens with `attention` in `mode`, its activations held as `storage`
+// says (for a memory check before allocating anything).
 std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T,
-                                      AttentionKernels attention = AttentionKernels::unfused);
+                                      AttentionKernels attention = AttentionKernels::unfused,
+                                      amp::Mode mode = amp::Mode::fp32,
+                                      ActivationStorage storage = ActivationStorage::emulated);
 
 // The GEMM precision a mode runs its matmuls in.
 GemmPrecision gemm_precision(amp::Mode mode);
@@ -43,9 +60,11 @@ template <typename Real>
 class Gpt2Model {
  public:
   // Activations are sized for batches of B sequences of T <= config.max_seq tokens; the attention
-  // runs on `attention` kernels (UsageError when the ops have none such).
+  // runs on `attention` kernels (UsageError when the ops have none such). Half storage is used
+  // only where the ops have it.
   Gpt2Model(const GptConfig& config, int B, int T, TransformerOps<Real>& ops, amp::Mode mode = amp::Mode::fp32,
-            AttentionKernels attention = AttentionKernels::unfused);
+            AttentionKernels attention = AttentionKernels::unfused,
+            ActivationStorage storage = ActivationStorage::half);
 
   // GPT-2's initialisation: matrices normal(0, 0.02), the two residual projections of each block
   // scaled by 1/sqrt(2L), biases 0, LayerNorm weights 1; the padded rows of wte are 0.
@@ -54,6 +73,9 @@ class Gpt2Model {
   const GptConfig& config() const { return config_; }
   const amp::ModePolicy& policy() const { return policy_; }
   AttentionKernels attention() const { return attention_; }
+  // How the activations are held: half only when the mode has half-type activations and the ops
+  // have half storage.
+  ActivationStorage activation_storage() const { return storage_; }
   const std::vector<ParameterTensor>& tensors() const { return tensors_; }
   const ParameterTensor& tensor(const std::string& name) const;
   std::size_t parameter_count() const { return params_.size(); }
@@ -76,14 +98,30 @@ class Gpt2Model {
 
  private:
   struct Layer;  // pointers to one block's parameters (or gradients)
+  // An activation buffer of `count` elements in Real or half storage.
+  class Buffer {
+   public:
+    Buffer() = default;
+    Buffer(OpsMemory& memory, std::size_t count, Storage storage);
+    Tensor<Real> tensor() { return {bytes_.data(), storage_}; }
+    Storage storage() const { return storage_; }
+    std::size_t size() const { return count_; }
+    std::size_t bytes() const { return bytes_.size(); }
+    void zero() { bytes_.zero(); }
+
+   private:
+    OpsArray<std::byte> bytes_;
+    Storage storage_ = Storage::real;
+    std::size_t count_ = 0;
+  };
   struct LayerActivations {
-    OpsArray<Real> ln1, ln1_mean, ln1_rstd, qkv, att, atty, attproj, residual2;
-    OpsArray<Real> ln2, ln2_mean, ln2_rstd, fch, fch_gelu, fcproj, residual3;
+    Buffer ln1, qkv, atty, attproj, residual2, ln2, fch, fch_gelu, fcproj, residual3;
+    OpsArray<Real> ln1_mean, ln1_rstd, att, ln2_mean, ln2_rstd;
   };
   struct Activations {
-    OpsArray<Real> encoded;
+    Buffer encoded, lnf, logits;
     std::vector<LayerActivations> layers;
-    OpsArray<Real> lnf, lnf_mean, lnf_rstd, logits, probs, losses;
+    OpsArray<Real> lnf_mean, lnf_rstd, probs, losses;
   };
 
   Layer layer(OpsArray<Real>& buffer, int l);
@@ -94,16 +132,20 @@ class Gpt2Model {
   // Sets the ops to the mode's GEMM precision and the model's attention kernels (the ops may be
   // shared with other models).
   void configure_ops();
-  // Rounds n values to the storage format the policy gives op category `op`'s outputs.
-  void store(Real* x, std::size_t n, amp::OpCategory op);
-  void block_forward(int l, const Real* residual);
-  void block_backward(int l, const Real* residual, Real* dresidual);
+  // The storage of a buffer holding op category `op`'s outputs.
+  Storage storage_for(amp::OpCategory op) const;
+  // Rounds x's values to the format the policy gives op category `op`'s outputs, unless x holds
+  // them in that format already.
+  void store(Buffer& x, amp::OpCategory op);
+  void block_forward(int l, Buffer& residual);
+  void block_backward(int l, Buffer& residual, Buffer& dresidual);
 
   GptConfig config_;
   int B_, T_;
   TransformerOps<Real>& ops_;
   const amp::ModePolicy& policy_;
   AttentionKernels attention_;
+  ActivationStorage storage_;
   std::vector<ParameterTensor> tensors_;
   OpsArray<Real> params_, grads_;
   Activations acts_, dacts_;

@@ -53,6 +53,27 @@ std::size_t attention_saved_elements(AttentionKernels kernels, int B, int T, int
   return fused_attention_statistics_elements(B, T, NH) + (static_cast<std::size_t>(B) * T * C + 1) / 2;
 }
 
+std::string_view storage_name(Storage storage) {
+  switch (storage) {
+    case Storage::real: return "real";
+    case Storage::fp16: return "fp16";
+    case Storage::bf16: return "bf16";
+  }
+  return "unknown";
+}
+
+Storage half_storage(num::Format format) {
+  if (format == num::Format::fp16) return Storage::fp16;
+  if (format == num::Format::bf16) return Storage::bf16;
+  return Storage::real;
+}
+
+num::Format storage_format(Storage storage) {
+  if (storage == Storage::fp16) return num::Format::fp16;
+  if (storage == Storage::bf16) return num::Format::bf16;
+  return num::Format::fp32;
+}
+
 std::string op_range_name(std::string_view op, int layer, Phase phase) {
   std::string name(op);
   if (layer >= 0) name += " L" + std::to_string(layer);

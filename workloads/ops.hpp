@@ -7,6 +7,9 @@
 // device memory for the CUDA ops. Layouts are llm.c's, row-major: N = B*T rows of activations; a
 // [B,T,C] tensor holds row b*T+t. Every backward ADDS into its gradient outputs (so gradients of
 // shared inputs accumulate); callers zero them first. A null bias pointer means "no bias".
+// Activations and their gradients come as Tensor views (workloads/tensor.hpp), which ops with half
+// storage take in fp16/bf16 as well; parameters, gradients of parameters, LayerNorm statistics,
+// attention's saved state, probabilities and losses are always Real.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +25,7 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "workloads/elementwise.hpp"
+#include "workloads/tensor.hpp"
 
 namespace mpbench::workloads {
 
@@ -217,6 +221,10 @@ class TransformerOps : public virtual OpsMemory {
   }
   AttentionKernels attention() const { return attention_; }
 
+  // Whether activation tensors may be in fp16/bf16 storage. Without it every tensor is real, and a
+  // model keeps values of a half type in Real buffers, rounded by round_to.
+  virtual bool has_half_storage() const { return false; }
+
   // Rounds each of n values to the nearest value of `format` (round to nearest even, inf past its
   // range): values stored in fp32 buffers that are exactly what fp16/bf16 storage would hold.
   virtual void round_to(Real* x, std::size_t n, num::Format format) = 0;
@@ -227,25 +235,26 @@ class TransformerOps : public virtual OpsMemory {
   virtual void end_op() {}
 
   // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]. wte [V,C], wpe [T_max,C].
-  virtual void encoder_forward(Real* out, const std::int32_t* tokens, const Real* wte, const Real* wpe,
+  virtual void encoder_forward(Tensor<Real> out, const std::int32_t* tokens, const Real* wte, const Real* wpe,
                                int B, int T, int C) = 0;
-  virtual void encoder_backward(Real* dwte, Real* dwpe, const Real* dout, const std::int32_t* tokens,
+  virtual void encoder_backward(Real* dwte, Real* dwpe, ConstTensor<Real> dout, const std::int32_t* tokens,
                                 int B, int T, int C) = 0;
 
   // Per row n of inp [N,C]: out = (x - mean) * rstd * weight + bias, rstd = 1/sqrt(var + 1e-5)
   // (biased variance). mean and rstd [N] are saved for the backward.
-  virtual void layernorm_forward(Real* out, Real* mean, Real* rstd, const Real* inp, const Real* weight,
+  virtual void layernorm_forward(Tensor<Real> out, Real* mean, Real* rstd, ConstTensor<Real> inp, const Real* weight,
                                  const Real* bias, int N, int C) = 0;
-  virtual void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
-                                  const Real* weight, const Real* mean, const Real* rstd, int N, int C) = 0;
+  virtual void layernorm_backward(Tensor<Real> dinp, Real* dweight, Real* dbias, ConstTensor<Real> dout,
+                                  ConstTensor<Real> inp, const Real* weight, const Real* mean, const Real* rstd, int N,
+                                  int C) = 0;
 
   // out [N,OC] = inp [N,C] * weight^T + bias; weight [OC,C] (PyTorch Linear's layout), bias [OC].
   // In the precision set_matmul_precision gave (fp32 until then); the bias is added in fp32 before
   // the rounding to the output format.
-  virtual void matmul_forward(Real* out, const Real* inp, const Real* weight, const Real* bias, int N, int C,
-                              int OC) = 0;
-  virtual void matmul_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
-                               const Real* weight, int N, int C, int OC) = 0;
+  virtual void matmul_forward(Tensor<Real> out, ConstTensor<Real> inp, const Real* weight, const Real* bias, int N,
+                              int C, int OC) = 0;
+  virtual void matmul_backward(Tensor<Real> dinp, Real* dweight, Real* dbias, ConstTensor<Real> dout,
+                               ConstTensor<Real> inp, const Real* weight, int N, int C, int OC) = 0;
 
   // Causal multi-head attention. qkv [B,T,3C] holds q, k, v side by side, head h in channels
   // [h*hs, (h+1)*hs) of each. Unfused, att [B,NH,T,T] saves softmax(q k^T / sqrt(hs)) over t2 <= t
@@ -254,24 +263,24 @@ class TransformerOps : public virtual OpsMemory {
   // the four of the backward, whose softmax gradient dscore includes the 1/sqrt(hs)) read their
   // operands in the matmul precision's input format and accumulate in fp32; the softmax is fp32.
   // Outputs are not rounded: the model stores them as the policy says.
-  virtual void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) = 0;
-  virtual void attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* att, int B, int T,
-                                  int C, int NH) = 0;
+  virtual void attention_forward(Tensor<Real> out, Real* att, ConstTensor<Real> qkv, int B, int T, int C, int NH) = 0;
+  virtual void attention_backward(Tensor<Real> dqkv, ConstTensor<Real> dout, ConstTensor<Real> qkv, const Real* att,
+                                  int B, int T, int C, int NH) = 0;
 
   // out = gelu(inp), tanh approximation, n elements.
-  virtual void gelu_forward(Real* out, const Real* inp, std::size_t n) = 0;
-  virtual void gelu_backward(Real* dinp, const Real* dout, const Real* inp, std::size_t n) = 0;
+  virtual void gelu_forward(Tensor<Real> out, ConstTensor<Real> inp, std::size_t n) = 0;
+  virtual void gelu_backward(Tensor<Real> dinp, ConstTensor<Real> dout, ConstTensor<Real> inp, std::size_t n) = 0;
 
   // out = a + b, n elements.
-  virtual void residual_forward(Real* out, const Real* a, const Real* b, std::size_t n) = 0;
-  virtual void residual_backward(Real* da, Real* db, const Real* dout, std::size_t n) = 0;
+  virtual void residual_forward(Tensor<Real> out, ConstTensor<Real> a, ConstTensor<Real> b, std::size_t n) = 0;
+  virtual void residual_backward(Tensor<Real> da, Tensor<Real> db, ConstTensor<Real> dout, std::size_t n) = 0;
 
   // Per row n of logits [N,Vp]: probs = softmax over the first V columns (the padding columns
   // V..Vp-1 get probability 0), losses[n] = -log probs[n, targets[n]].
-  virtual void softmax_crossentropy_forward(Real* losses, Real* probs, const Real* logits,
+  virtual void softmax_crossentropy_forward(Real* losses, Real* probs, ConstTensor<Real> logits,
                                             const std::int32_t* targets, int N, int V, int Vp) = 0;
   // dlogits += dlosses[n] * (probs - onehot(target)); the padding columns get 0.
-  virtual void softmax_crossentropy_backward(Real* dlogits, const Real* dlosses, const Real* probs,
+  virtual void softmax_crossentropy_backward(Tensor<Real> dlogits, const Real* dlosses, const Real* probs,
                                              const std::int32_t* targets, int N, int V, int Vp) = 0;
 
   // AdamW on n parameters and their moments m, v (see adamw_update_element).

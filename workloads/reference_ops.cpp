@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "workloads/host_staging.hpp"
 
 namespace mpbench::workloads {
 
@@ -13,8 +14,10 @@ constexpr double kLayerNormEps = 1e-5;
 }  // namespace
 
 template <typename Real>
-void ReferenceOps<Real>::encoder_forward(Real* out, const std::int32_t* tokens, const Real* wte, const Real* wpe,
-                                         int B, int T, int C) {
+void ReferenceOps<Real>::encoder_forward(Tensor<Real> out_tensor, const std::int32_t* tokens, const Real* wte,
+                                         const Real* wpe, int B, int T, int C) {
+  RealOutput<Real> staged_out(out_tensor, static_cast<std::size_t>(B) * T * C);
+  Real* out = staged_out.data();
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       const Real* token_row = wte + static_cast<std::size_t>(tokens[b * T + t]) * C;
@@ -23,11 +26,14 @@ void ReferenceOps<Real>::encoder_forward(Real* out, const std::int32_t* tokens, 
       for (int c = 0; c < C; ++c) out_row[c] = static_cast<Real>(double(token_row[c]) + double(position_row[c]));
     }
   }
+  staged_out.finish();
 }
 
 template <typename Real>
-void ReferenceOps<Real>::encoder_backward(Real* dwte, Real* dwpe, const Real* dout, const std::int32_t* tokens,
-                                          int B, int T, int C) {
+void ReferenceOps<Real>::encoder_backward(Real* dwte, Real* dwpe, ConstTensor<Real> dout_tensor,
+                                          const std::int32_t* tokens, int B, int T, int C) {
+  const RealInput<Real> staged_dout(dout_tensor, static_cast<std::size_t>(B) * T * C);
+  const Real* dout = staged_dout.data();
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       const Real* dout_row = dout + (static_cast<std::size_t>(b) * T + t) * C;
@@ -42,8 +48,14 @@ void ReferenceOps<Real>::encoder_backward(Real* dwte, Real* dwpe, const Real* do
 }
 
 template <typename Real>
-void ReferenceOps<Real>::layernorm_forward(Real* out, Real* mean, Real* rstd, const Real* inp, const Real* weight,
-                                           const Real* bias, int N, int C) {
+void ReferenceOps<Real>::layernorm_forward(Tensor<Real> out_tensor, Real* mean, Real* rstd,
+                                           ConstTensor<Real> inp_tensor, const Real* weight, const Real* bias, int N,
+                                           int C) {
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  RealOutput<Real> staged_out(out_tensor, NC);
+  const RealInput<Real> staged_inp(inp_tensor, NC);
+  Real* out = staged_out.data();
+  const Real* inp = staged_inp.data();
   for (int n = 0; n < N; ++n) {
     const Real* x = inp + static_cast<std::size_t>(n) * C;
     double sum = 0;
@@ -57,14 +69,21 @@ void ReferenceOps<Real>::layernorm_forward(Real* out, Real* mean, Real* rstd, co
     mean[n] = static_cast<Real>(m);
     rstd[n] = static_cast<Real>(s);
   }
+  staged_out.finish();
 }
 
 // With xhat = (x - mean) * rstd and g = dout * weight:
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
 template <typename Real>
-void ReferenceOps<Real>::layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout,
-                                            const Real* inp, const Real* weight, const Real* mean,
-                                            const Real* rstd, int N, int C) {
+void ReferenceOps<Real>::layernorm_backward(Tensor<Real> dinp_tensor, Real* dweight, Real* dbias,
+                                            ConstTensor<Real> dout_tensor, ConstTensor<Real> inp_tensor,
+                                            const Real* weight, const Real* mean, const Real* rstd, int N, int C) {
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  RealOutput<Real> staged_dinp(dinp_tensor, NC);
+  const RealInput<Real> staged_dout(dout_tensor, NC), staged_inp(inp_tensor, NC);
+  Real* dinp = staged_dinp.data();
+  const Real* dout = staged_dout.data();
+  const Real* inp = staged_inp.data();
   for (int n = 0; n < N; ++n) {
     const Real* x = inp + static_cast<std::size_t>(n) * C;
     const Real* dy = dout + static_cast<std::size_t>(n) * C;
@@ -89,6 +108,7 @@ void ReferenceOps<Real>::layernorm_backward(Real* dinp, Real* dweight, Real* dbi
       dx[c] = static_cast<Real>(dx[c] + s * (g - g_mean - xhat * g_xhat_mean));
     }
   }
+  staged_dinp.finish();
 }
 
 template <typename Real>
@@ -105,8 +125,12 @@ Real ReferenceOps<Real>::gemm_output(double sum) const {
 }
 
 template <typename Real>
-void ReferenceOps<Real>::matmul_forward(Real* out, const Real* inp, const Real* weight, const Real* bias, int N,
-                                        int C, int OC) {
+void ReferenceOps<Real>::matmul_forward(Tensor<Real> out_tensor, ConstTensor<Real> inp_tensor, const Real* weight,
+                                        const Real* bias, int N, int C, int OC) {
+  RealOutput<Real> staged_out(out_tensor, static_cast<std::size_t>(N) * OC);
+  const RealInput<Real> staged_inp(inp_tensor, static_cast<std::size_t>(N) * C);
+  Real* out = staged_out.data();
+  const Real* inp = staged_inp.data();
   for (int n = 0; n < N; ++n) {
     const Real* x = inp + static_cast<std::size_t>(n) * C;
     for (int o = 0; o < OC; ++o) {
@@ -116,13 +140,21 @@ void ReferenceOps<Real>::matmul_forward(Real* out, const Real* inp, const Real* 
       out[static_cast<std::size_t>(n) * OC + o] = gemm_output(sum);
     }
   }
+  staged_out.finish();
 }
 
 // dinp = dout * weight, dweight = dout^T * inp, dbias = column sums of dout; each GEMM result is
 // rounded to the output format before it is added.
 template <typename Real>
-void ReferenceOps<Real>::matmul_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout,
-                                         const Real* inp, const Real* weight, int N, int C, int OC) {
+void ReferenceOps<Real>::matmul_backward(Tensor<Real> dinp_tensor, Real* dweight, Real* dbias,
+                                         ConstTensor<Real> dout_tensor, ConstTensor<Real> inp_tensor,
+                                         const Real* weight, int N, int C, int OC) {
+  RealOutput<Real> staged_dinp(dinp_tensor, static_cast<std::size_t>(N) * C);
+  const RealInput<Real> staged_dout(dout_tensor, static_cast<std::size_t>(N) * OC);
+  const RealInput<Real> staged_inp(inp_tensor, static_cast<std::size_t>(N) * C);
+  Real* dinp = staged_dinp.data();
+  const Real* dout = staged_dout.data();
+  const Real* inp = staged_inp.data();
   for (int n = 0; n < N; ++n) {
     const Real* dy = dout + static_cast<std::size_t>(n) * OC;
     for (int c = 0; c < C; ++c) {
@@ -131,6 +163,7 @@ void ReferenceOps<Real>::matmul_backward(Real* dinp, Real* dweight, Real* dbias,
       dinp[static_cast<std::size_t>(n) * C + c] += gemm_output(sum);
     }
   }
+  staged_dinp.finish();
   for (int o = 0; o < OC; ++o) {
     for (int c = 0; c < C; ++c) {
       double sum = 0;
@@ -149,7 +182,13 @@ void ReferenceOps<Real>::matmul_backward(Real* dinp, Real* dweight, Real* dbias,
 }
 
 template <typename Real>
-void ReferenceOps<Real>::attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) {
+void ReferenceOps<Real>::attention_forward(Tensor<Real> out_tensor, Real* att, ConstTensor<Real> qkv_tensor, int B,
+                                           int T, int C, int NH) {
+  const std::size_t BTC = static_cast<std::size_t>(B) * T * C;
+  RealOutput<Real> staged_out(out_tensor, BTC);
+  const RealInput<Real> staged_qkv(qkv_tensor, 3 * BTC);
+  Real* out = staged_out.data();
+  const Real* qkv = staged_qkv.data();
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
   std::vector<double> scores(T);
@@ -181,14 +220,22 @@ void ReferenceOps<Real>::attention_forward(Real* out, Real* att, const Real* qkv
       }
     }
   }
+  staged_out.finish();
 }
 
 // Per (b, h, t): datt = dy v^T; dv += att^T dy; softmax backward
 // dscore = att * (datt - sum(att * datt)) * scale; dq += dscore k; dk += dscore^T q. The operands of
 // those four products are read in the GEMM input format, as in the forward.
 template <typename Real>
-void ReferenceOps<Real>::attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* att, int B,
-                                            int T, int C, int NH) {
+void ReferenceOps<Real>::attention_backward(Tensor<Real> dqkv_tensor, ConstTensor<Real> dout_tensor,
+                                            ConstTensor<Real> qkv_tensor, const Real* att, int B, int T, int C,
+                                            int NH) {
+  const std::size_t BTC = static_cast<std::size_t>(B) * T * C;
+  RealOutput<Real> staged_dqkv(dqkv_tensor, 3 * BTC);
+  const RealInput<Real> staged_dout(dout_tensor, BTC), staged_qkv(qkv_tensor, 3 * BTC);
+  Real* dqkv = staged_dqkv.data();
+  const Real* dout = staged_dout.data();
+  const Real* qkv = staged_qkv.data();
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
   std::vector<double> datt(T);
@@ -220,34 +267,44 @@ void ReferenceOps<Real>::attention_backward(Real* dqkv, const Real* dout, const 
       }
     }
   }
+  staged_dqkv.finish();
 }
 
 template <typename Real>
-void ReferenceOps<Real>::gelu_forward(Real* out, const Real* inp, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Real>(gelu(double(inp[i])));
+void ReferenceOps<Real>::gelu_forward(Tensor<Real> out, ConstTensor<Real> inp, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) store(out, i, static_cast<Real>(gelu(double(load(inp, i)))));
 }
 
 template <typename Real>
-void ReferenceOps<Real>::gelu_backward(Real* dinp, const Real* dout, const Real* inp, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dinp[i] += static_cast<Real>(gelu_derivative(double(inp[i])) * dout[i]);
-}
-
-template <typename Real>
-void ReferenceOps<Real>::residual_forward(Real* out, const Real* a, const Real* b, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Real>(double(a[i]) + double(b[i]));
-}
-
-template <typename Real>
-void ReferenceOps<Real>::residual_backward(Real* da, Real* db, const Real* dout, std::size_t n) {
+void ReferenceOps<Real>::gelu_backward(Tensor<Real> dinp, ConstTensor<Real> dout, ConstTensor<Real> inp,
+                                       std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
-    da[i] += dout[i];
-    db[i] += dout[i];
+    const Real grad = static_cast<Real>(gelu_derivative(double(load(inp, i))) * load(dout, i));
+    store(dinp, i, static_cast<Real>(load<Real>(dinp, i) + grad));
   }
 }
 
 template <typename Real>
-void ReferenceOps<Real>::softmax_crossentropy_forward(Real* losses, Real* probs, const Real* logits,
+void ReferenceOps<Real>::residual_forward(Tensor<Real> out, ConstTensor<Real> a, ConstTensor<Real> b,
+                                          std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) store(out, i, static_cast<Real>(double(load(a, i)) + double(load(b, i))));
+}
+
+template <typename Real>
+void ReferenceOps<Real>::residual_backward(Tensor<Real> da, Tensor<Real> db, ConstTensor<Real> dout,
+                                           std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const Real grad = load(dout, i);
+    store(da, i, static_cast<Real>(load<Real>(da, i) + grad));
+    store(db, i, static_cast<Real>(load<Real>(db, i) + grad));
+  }
+}
+
+template <typename Real>
+void ReferenceOps<Real>::softmax_crossentropy_forward(Real* losses, Real* probs, ConstTensor<Real> logits_tensor,
                                                       const std::int32_t* targets, int N, int V, int Vp) {
+  const RealInput<Real> staged_logits(logits_tensor, static_cast<std::size_t>(N) * Vp);
+  const Real* logits = staged_logits.data();
   for (int n = 0; n < N; ++n) {
     const Real* z = logits + static_cast<std::size_t>(n) * Vp;
     Real* p = probs + static_cast<std::size_t>(n) * Vp;
@@ -263,8 +320,11 @@ void ReferenceOps<Real>::softmax_crossentropy_forward(Real* losses, Real* probs,
 }
 
 template <typename Real>
-void ReferenceOps<Real>::softmax_crossentropy_backward(Real* dlogits, const Real* dlosses, const Real* probs,
-                                                       const std::int32_t* targets, int N, int V, int Vp) {
+void ReferenceOps<Real>::softmax_crossentropy_backward(Tensor<Real> dlogits_tensor, const Real* dlosses,
+                                                       const Real* probs, const std::int32_t* targets, int N, int V,
+                                                       int Vp) {
+  RealOutput<Real> staged_dlogits(dlogits_tensor, static_cast<std::size_t>(N) * Vp);
+  Real* dlogits = staged_dlogits.data();
   for (int n = 0; n < N; ++n) {
     const Real* p = probs + static_cast<std::size_t>(n) * Vp;
     Real* dz = dlogits + static_cast<std::size_t>(n) * Vp;
@@ -273,6 +333,7 @@ void ReferenceOps<Real>::softmax_crossentropy_backward(Real* dlogits, const Real
       dz[v] = static_cast<Real>(dz[v] + double(dlosses[n]) * (double(p[v]) - indicator));
     }
   }
+  staged_dlogits.finish();
 }
 
 template <typename Real>

@@ -1,7 +1,8 @@
 #pragma once
 // TransformerOps as plain loops that accumulate in double: slow, obviously correct, the oracle the
 // faster implementations are tested against. Instantiated for float and double. In a low matmul
-// precision the GEMM inputs and results are rounded exactly as MatmulPrecision says.
+// precision the GEMM inputs and results are rounded exactly as MatmulPrecision says. Half-storage
+// tensors are decoded to Real before an op and its outputs rounded into them after it.
 #include "workloads/ops.hpp"
 
 namespace mpbench::workloads {
@@ -13,28 +14,30 @@ class ReferenceOps final : public TransformerOps<Real>, public HostOpsMemory {
   std::optional<std::string> unsupported(GemmPrecision precision) const override;
   void set_matmul_precision(const MatmulPrecision& precision) override;
   void round_to(Real* x, std::size_t n, num::Format format) override;
-  void encoder_forward(Real* out, const std::int32_t* tokens, const Real* wte, const Real* wpe, int B, int T,
+  bool has_half_storage() const override { return true; }
+  void encoder_forward(Tensor<Real> out, const std::int32_t* tokens, const Real* wte, const Real* wpe, int B, int T,
                        int C) override;
-  void encoder_backward(Real* dwte, Real* dwpe, const Real* dout, const std::int32_t* tokens, int B, int T,
+  void encoder_backward(Real* dwte, Real* dwpe, ConstTensor<Real> dout, const std::int32_t* tokens, int B, int T,
                         int C) override;
-  void layernorm_forward(Real* out, Real* mean, Real* rstd, const Real* inp, const Real* weight, const Real* bias,
-                         int N, int C) override;
-  void layernorm_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
-                          const Real* weight, const Real* mean, const Real* rstd, int N, int C) override;
-  void matmul_forward(Real* out, const Real* inp, const Real* weight, const Real* bias, int N, int C,
+  void layernorm_forward(Tensor<Real> out, Real* mean, Real* rstd, ConstTensor<Real> inp, const Real* weight,
+                         const Real* bias, int N, int C) override;
+  void layernorm_backward(Tensor<Real> dinp, Real* dweight, Real* dbias, ConstTensor<Real> dout,
+                          ConstTensor<Real> inp, const Real* weight, const Real* mean, const Real* rstd, int N,
+                          int C) override;
+  void matmul_forward(Tensor<Real> out, ConstTensor<Real> inp, const Real* weight, const Real* bias, int N, int C,
                       int OC) override;
-  void matmul_backward(Real* dinp, Real* dweight, Real* dbias, const Real* dout, const Real* inp,
+  void matmul_backward(Tensor<Real> dinp, Real* dweight, Real* dbias, ConstTensor<Real> dout, ConstTensor<Real> inp,
                        const Real* weight, int N, int C, int OC) override;
-  void attention_forward(Real* out, Real* att, const Real* qkv, int B, int T, int C, int NH) override;
-  void attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Real* att, int B, int T, int C,
-                          int NH) override;
-  void gelu_forward(Real* out, const Real* inp, std::size_t n) override;
-  void gelu_backward(Real* dinp, const Real* dout, const Real* inp, std::size_t n) override;
-  void residual_forward(Real* out, const Real* a, const Real* b, std::size_t n) override;
-  void residual_backward(Real* da, Real* db, const Real* dout, std::size_t n) override;
-  void softmax_crossentropy_forward(Real* losses, Real* probs, const Real* logits, const std::int32_t* targets,
+  void attention_forward(Tensor<Real> out, Real* att, ConstTensor<Real> qkv, int B, int T, int C, int NH) override;
+  void attention_backward(Tensor<Real> dqkv, ConstTensor<Real> dout, ConstTensor<Real> qkv, const Real* att, int B,
+                          int T, int C, int NH) override;
+  void gelu_forward(Tensor<Real> out, ConstTensor<Real> inp, std::size_t n) override;
+  void gelu_backward(Tensor<Real> dinp, ConstTensor<Real> dout, ConstTensor<Real> inp, std::size_t n) override;
+  void residual_forward(Tensor<Real> out, ConstTensor<Real> a, ConstTensor<Real> b, std::size_t n) override;
+  void residual_backward(Tensor<Real> da, Tensor<Real> db, ConstTensor<Real> dout, std::size_t n) override;
+  void softmax_crossentropy_forward(Real* losses, Real* probs, ConstTensor<Real> logits, const std::int32_t* targets,
                                     int N, int V, int Vp) override;
-  void softmax_crossentropy_backward(Real* dlogits, const Real* dlosses, const Real* probs,
+  void softmax_crossentropy_backward(Tensor<Real> dlogits, const Real* dlosses, const Real* probs,
                                      const std::int32_t* targets, int N, int V, int Vp) override;
   void adamw_update(Real* params, const Real* grads, Real* m, Real* v, std::size_t n,
                     const AdamWStep& step) override;

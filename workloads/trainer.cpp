@@ -42,11 +42,14 @@ void AdamW::step(float* params, const float* grads, const std::vector<ParameterT
   }
 }
 
-std::size_t training_bytes_estimate(const GptConfig& config, const TrainOptions& options, amp::Mode mode) {
+std::size_t training_bytes_estimate(const GptConfig& config, const TrainOptions& options, amp::Mode mode,
+                                    bool ops_have_half_storage) {
   const std::size_t parameters = static_cast<std::size_t>(parameter_count(config));
   const bool master = amp::policy(mode).weight_storage != num::Format::fp32;
   const std::size_t arrays = 2 + (master ? 1 : 0) + 2;  // weights, gradients, master, m, v
-  return arrays * parameters * sizeof(float) + activation_bytes_estimate(config, options.batch, options.seq_len, options.attention);
+  const ActivationStorage storage = activation_storage_for(options.activation_storage, ops_have_half_storage, mode);
+  return arrays * parameters * sizeof(float) +
+         activation_bytes_estimate(config, options.batch, options.seq_len, options.attention, mode, storage);
 }
 
 std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mode mode) {
@@ -76,7 +79,8 @@ Trainer::Trainer(const GptConfig& config, const TrainOptions& options, Transform
     : options_(options),
       ops_(ops),
       mode_(mode),
-      model_(checked(config, options, ops, mode), options.batch, options.seq_len, ops, mode, options.attention),
+      model_(checked(config, options, ops, mode), options.batch, options.seq_len, ops, mode, options.attention,
+             options.activation_storage),
       optimizer_(options, ops, model_.parameter_count()),
       loss_scaling_(amp::policy(mode).loss_scaling == amp::LossScaling::dynamic),
       scaler_(amp::initial_scaler_state(options.scaler)) {

@@ -33,6 +33,7 @@ struct TrainOptions {
   std::uint64_t seed = 1;  // model initialisation
   amp::ScalerConfig scaler;  // used by modes with dynamic loss scaling
   AttentionKernels attention = AttentionKernels::unfused;
+  ActivationStorage activation_storage = ActivationStorage::half;  // asked for; see Gpt2Model
 };
 
 // Linear warm-up to max_lr over the first warmup_steps steps (step 0 gets max_lr / warmup_steps),
@@ -71,9 +72,10 @@ struct StepRecord {
 };
 
 // Bytes a Trainer allocates through the ops: weights, gradients, the fp32 master copy where the
-// mode keeps one, AdamW's two moments, and the model's activations (activation_bytes_estimate).
-// The ops' own workspace (GEMM scratch) comes on top.
-std::size_t training_bytes_estimate(const GptConfig& config, const TrainOptions& options, amp::Mode mode);
+// mode keeps one, AdamW's two moments, and the model's activations (activation_bytes_estimate) on
+// ops with or without half storage. The ops' own workspace (GEMM scratch) comes on top.
+std::size_t training_bytes_estimate(const GptConfig& config, const TrainOptions& options, amp::Mode mode,
+                                    bool ops_have_half_storage);
 
 // Why `ops` cannot train in `mode`, or nothing when they can.
 std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mode mode);

@@ -42,26 +42,37 @@ std::vector<amp::Mode> default_modes() {
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
 
-// The mode that needs the most memory: one with a separate master copy when there is one.
-amp::Mode largest_mode(const std::vector<amp::Mode>& modes) {
-  for (amp::Mode m : modes)
-    if (amp::policy(m).weight_storage != num::Format::fp32) return m;
-  return modes.front();
+// Whether the device's ops hold activations in half storage: the CPU ops do; the CUDA ops keep
+// them real (workloads/cuda/cuda_ops.hpp).
+bool half_storage_ops(const DeviceInfo& device) { return on_cpu(device); }
+
+std::size_t training_bytes(const TransformerPlan& plan, const TrainOptions& options, amp::Mode mode,
+                           const DeviceInfo& device) {
+  return training_bytes_estimate(plan.config, options, mode, half_storage_ops(device));
+}
+
+// The mode that needs the most memory.
+amp::Mode largest_mode(const TransformerPlan& plan, const DeviceInfo& device) {
+  return *std::max_element(plan.modes.begin(), plan.modes.end(), [&](amp::Mode a, amp::Mode b) {
+    return training_bytes(plan, plan.train, a, device) < training_bytes(plan, plan.train, b, device);
+  });
 }
 
 void check_memory(const TransformerPlan& plan, const DeviceInfo& device) {
-  if (device.memory_bytes == 0) return;
+  if (device.memory_bytes == 0 || plan.modes.empty()) return;
   const double available = kMemoryHeadroom * static_cast<double>(device.memory_bytes);
-  const amp::Mode mode = largest_mode(plan.modes);
+  const amp::Mode mode = largest_mode(plan, device);
   TrainOptions trial = plan.train;
-  const std::size_t need = training_bytes_estimate(plan.config, trial, mode);
+  const std::size_t need = training_bytes(plan, trial, mode, device);
   if (static_cast<double>(need) <= available) return;
   int fits = 0;
   for (int b = plan.train.batch - 1; b >= 1 && fits == 0; --b) {
     trial.batch = b;
-    if (static_cast<double>(training_bytes_estimate(plan.config, trial, mode)) <= available) fits = b;
+    if (static_cast<double>(training_bytes(plan, trial, mode, device)) <= available) fits = b;
   }
-  const std::size_t activations = activation_bytes_estimate(plan.config, plan.train.batch, plan.train.seq_len);
+  const std::size_t activations =
+      activation_bytes_estimate(plan.config, plan.train.batch, plan.train.seq_len, plan.train.attention, mode,
+                                activation_storage_for(plan.train.activation_storage, half_storage_ops(device), mode));
   throw UsageError(fmt::format(
       "config {} with --batch {} --seq {} needs {} in {} ({} of activations, {} of weights, gradients, master "
       "and optimizer state) but {} has {} ({} usable): {}",
@@ -124,6 +135,7 @@ struct ModeRun {
   std::optional<ProfiledSteps> profiled;
   OpTimes op_times;  // host-timed ops of the timed steps (ops that run on the host only)
   std::size_t peak_bytes = 0, activation_bytes = 0, model_state_bytes = 0;
+  ActivationStorage activation_storage = ActivationStorage::emulated;
   bool interrupted = false;
   std::vector<float> final_weights;  // fp32 weights after the last step, when a checkpoint is wanted
 };
@@ -256,6 +268,7 @@ ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<f
   }
   run.peak_bytes = ops.peak_bytes() - live_before;
   run.activation_bytes = trainer.model().activation_bytes();
+  run.activation_storage = trainer.model().activation_storage();
   run.model_state_bytes = trainer.model_state_bytes();
   if (!plan.checkpoint_out.empty()) {
     run.final_weights.resize(trainer.model().parameter_count());
@@ -433,7 +446,8 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
       {"allocated_peak_bytes", run.peak_bytes},
       {"activation_bytes", run.activation_bytes},
       {"model_state_bytes", run.model_state_bytes},
-      {"estimate_bytes", training_bytes_estimate(plan.config, plan.train, mode)},
+      {"estimate_bytes", training_bytes(plan, plan.train, mode, device)},
+      {"activation_storage", activation_storage_name(run.activation_storage)},
       {"account", {{"persistent_bytes", account.persistent_bytes()},
                    {"peak_bytes", account.peak_bytes()},
                    {"per_parameter", {{"weights", account.per_parameter.weights},
@@ -441,8 +455,12 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
                                       {"master", account.per_parameter.master},
                                       {"gradients", account.per_parameter.gradients},
                                       {"optimizer_state", account.per_parameter.optimizer_state}}}}},
-      {"note", "activations live in fp32 buffers holding values rounded to the mode's storage type, so the "
-               "allocated bytes do not shrink in low precision; the account is what the mode's types need"}};
+      {"note", run.activation_storage == ActivationStorage::half
+                   ? "activations the mode keeps in fp16/bf16 take 2 bytes each; the account is the model state "
+                     "the mode's types need"
+                   : "activations live in fp32 buffers holding values rounded to the mode's storage type (emulated "
+                     "storage), so their bytes do not shrink in low precision; the account is the model state the "
+                     "mode's types need"}};
 }
 
 }  // namespace
@@ -453,6 +471,7 @@ std::string TransformerPlan::case_name() const {
   if (config.vocab_pad != 64) name += fmt::format("_pad{}", config.vocab_pad);
   if (tensor_cores != TensorCorePolicy::on) name += fmt::format("_tc-{}", tensor_core_policy_name(tensor_cores));
   if (attention) name += fmt::format("_att-{}", attention_kernels_name(*attention));
+  if (train.activation_storage == ActivationStorage::emulated) name += "_act-emulated";
   return name;
 }
 
@@ -509,6 +528,7 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
                                  "CPU counterfactual",
                                  options.tensor_cores, device.name));
   }
+  plan.train.activation_storage = parse_activation_storage(options.activation_storage);
   if (options.attention != "auto") plan.attention = parse_attention_kernels(options.attention);
   if (plan.attention == AttentionKernels::fused && on_cpu(device)) {
     throw UsageError(fmt::format("--attention fused on {}: fused attention is cuDNN's, on CUDA GPUs only: use "
@@ -561,6 +581,8 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     c.details["policy"] = std::string(amp::policy(mode).summary);
     const AttentionChoice attention = choose_attention(plan, ops, mode);
     c.params["attention"] = attention_kernels_name(attention.kernels);
+    c.params["activation_storage"] = activation_storage_name(
+        activation_storage_for(plan.train.activation_storage, ops.has_half_storage(), mode));
     if (!attention.note.empty()) c.details["attention_note"] = attention.note;
     std::optional<std::string> unsupported = unsupported_mode(ops, mode);
     if (!unsupported) unsupported = ops.attention_unsupported(attention.kernels, gemm_precision(mode));
@@ -594,7 +616,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     } catch (const OutOfMemoryError& e) {
       c.status = CaseStatus::error;
       c.message = fmt::format("out of memory: {} (the estimate was {}): use a smaller --batch or --seq", e.what(),
-                              gib(double(training_bytes_estimate(plan.config, plan.train, mode))));
+                              gib(double(training_bytes(plan, plan.train, mode, device))));
     } catch (const BackendError& e) {
       c.status = CaseStatus::error;
       c.message = e.what();

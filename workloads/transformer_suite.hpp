@@ -31,6 +31,7 @@ struct TransformerSuiteOptions {
   std::vector<amp::Mode> modes;  // empty: fp32, tf32, amp-fp16, amp-bf16, bf16
   std::string attention = "auto";     // auto, fused or unfused (AttentionKernels)
   std::string tensor_cores = "on";    // on, off or batched-off (TensorCorePolicy); a GPU counterfactual
+  std::string activation_storage = "half";  // half or emulated (ActivationStorage); a counterfactual
   std::string data_file;         // uint16 tokens; empty: the synthetic Markov chain
   std::string checkpoint_in;     // start from these weights
   std::string checkpoint_out;    // write each mode's final weights into checkpoint_out/<mode>/
@@ -62,8 +63,9 @@ struct TransformerPlan {
   // The attention kernels every mode runs; none (auto): fused where the ops have fused attention
   // for the mode's precision, unfused elsewhere (plan.train.attention is unused until then).
   std::optional<AttentionKernels> attention;
-  // e.g. "small_b4_t256", with "_tc-off" or "_tc-batched-off" unless Tensor Cores are on and
-  // "_att-fused" or "_att-unfused" when the attention kernels were chosen by hand.
+  // e.g. "small_b4_t256", with "_tc-off" or "_tc-batched-off" unless Tensor Cores are on,
+  // "_att-fused" or "_att-unfused" when the attention kernels were chosen by hand, and
+  // "_act-emulated" when half-type activations are asked to be emulated.
   std::string case_name() const;
 };
 

@@ -119,6 +119,18 @@ TEST(TransformerPlan, AttentionChosenByHandNamesTheCaseAndFusedIsRefusedOnTheCpu
   }
 }
 
+TEST(TransformerPlan, EmulatedActivationsNameTheCase) {
+  const DeviceInfo device = cpu_with(64ull << 30);
+  TransformerSuiteOptions o = tiny(10);
+  EXPECT_EQ(plan_transformer_run(o, device).train.activation_storage, ActivationStorage::half);
+  o.activation_storage = "emulated";
+  const TransformerPlan emulated = plan_transformer_run(o, device);
+  EXPECT_EQ(emulated.train.activation_storage, ActivationStorage::emulated);
+  EXPECT_EQ(emulated.case_name(), "tiny_b4_t16_act-emulated");
+  o.activation_storage = "fp8";
+  EXPECT_THROW(plan_transformer_run(o, device), UsageError);
+}
+
 TEST(TransformerPlan, CountersImplyProfilingOnAGpuAndAreRefusedOnTheCpu) {
   DeviceInfo gpu = cpu_with(141ull << 30);
   gpu.backend = "cuda";
@@ -210,6 +222,12 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
     EXPECT_LE(attributed, breakdown["region_s"].get<double>() * 1.0001);
     EXPECT_GT(attributed, 0.5 * breakdown["region_s"].get<double>());
   }
+  // The reference ops have half storage: amp-fp16's GEMM outputs take 2 bytes; fp32 has none to halve.
+  EXPECT_EQ(fp16.params["activation_storage"], "half");
+  EXPECT_EQ(fp16.details["memory"]["activation_storage"], "half");
+  EXPECT_EQ(fp32.params["activation_storage"], "emulated");
+  EXPECT_LT(fp16.details["memory"]["activation_bytes"].get<double>(),
+            fp32.details["memory"]["activation_bytes"].get<double>());
   EXPECT_EQ(fp16.precision, "amp-fp16");
   EXPECT_EQ(fp16.details["loss_scale"].size(), 6u);
   EXPECT_FALSE(fp32.details.contains("loss_scale"));
@@ -230,52 +248,53 @@ class ReportingOps final : public TransformerOps<float>, public HostOpsMemory {
   std::optional<std::string> unsupported(GemmPrecision p) const override { return ref_.unsupported(p); }
   void set_matmul_precision(const MatmulPrecision& p) override { ref_.set_matmul_precision(p); }
   void round_to(float* x, std::size_t n, num::Format f) override { ref_.round_to(x, n, f); }
-  void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+  bool has_half_storage() const override { return ref_.has_half_storage(); }
+  void encoder_forward(Tensor<float> out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {
     ref_.encoder_forward(out, tokens, wte, wpe, B, T, C);
   }
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+  void encoder_backward(float* dwte, float* dwpe, ConstTensor<float> dout, const std::int32_t* tokens, int B, int T,
                         int C) override {
     ref_.encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
   }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+  void layernorm_forward(Tensor<float> out, float* mean, float* rstd, ConstTensor<float> inp, const float* weight,
                          const float* bias, int N, int C) override {
     ref_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
   }
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+  void layernorm_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout, ConstTensor<float> inp,
                           const float* weight, const float* mean, const float* rstd, int N, int C) override {
     ref_.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+  void matmul_forward(Tensor<float> out, ConstTensor<float> inp, const float* weight, const float* bias, int N, int C,
                       int OC) override {
     ref_.matmul_forward(out, inp, weight, bias, N, C, OC);
   }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+  void matmul_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout, ConstTensor<float> inp,
                        const float* weight, int N, int C, int OC) override {
     ref_.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
+  void attention_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int B, int T, int C, int NH) override {
     ref_.attention_forward(out, att, qkv, B, T, C, NH);
   }
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
+  void attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv, const float* att, int B, int T, int C,
                           int NH) override {
     ref_.attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
   }
-  void gelu_forward(float* out, const float* inp, std::size_t n) override { ref_.gelu_forward(out, inp, n); }
-  void gelu_backward(float* dinp, const float* dout, const float* inp, std::size_t n) override {
+  void gelu_forward(Tensor<float> out, ConstTensor<float> inp, std::size_t n) override { ref_.gelu_forward(out, inp, n); }
+  void gelu_backward(Tensor<float> dinp, ConstTensor<float> dout, ConstTensor<float> inp, std::size_t n) override {
     ref_.gelu_backward(dinp, dout, inp, n);
   }
-  void residual_forward(float* out, const float* a, const float* b, std::size_t n) override {
+  void residual_forward(Tensor<float> out, ConstTensor<float> a, ConstTensor<float> b, std::size_t n) override {
     ref_.residual_forward(out, a, b, n);
   }
-  void residual_backward(float* da, float* db, const float* dout, std::size_t n) override {
+  void residual_backward(Tensor<float> da, Tensor<float> db, ConstTensor<float> dout, std::size_t n) override {
     ref_.residual_backward(da, db, dout, n);
   }
-  void softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const std::int32_t* targets,
+  void softmax_crossentropy_forward(float* losses, float* probs, ConstTensor<float> logits, const std::int32_t* targets,
                                     int N, int V, int Vp) override {
     ref_.softmax_crossentropy_forward(losses, probs, logits, targets, N, V, Vp);
   }
-  void softmax_crossentropy_backward(float* dlogits, const float* dlosses, const float* probs,
+  void softmax_crossentropy_backward(Tensor<float> dlogits, const float* dlosses, const float* probs,
                                      const std::int32_t* targets, int N, int V, int Vp) override {
     ref_.softmax_crossentropy_backward(dlogits, dlosses, probs, targets, N, V, Vp);
   }

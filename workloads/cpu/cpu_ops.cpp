@@ -12,6 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 #include "amp/formats.hpp"
 #include "core/error.hpp"
@@ -67,6 +68,79 @@ void in_shares(std::size_t n, Body body) {
   }
 }
 
+constexpr std::size_t kChunk = 4096;
+
+// body(first, count) on chunks of at most kChunk elements of [0, n), shared among the threads:
+// elementwise loops over half-storage tensors decode and round one chunk at a time.
+template <typename Body>
+void in_chunks(std::size_t n, Body body) {
+  const std::size_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (worth_threads(n))
+  for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+    const std::size_t first = chunk * kChunk;
+    body(first, std::min(kChunk, n - first));
+  }
+}
+
+// dst[i] = element first + i of the half tensor x.
+MPBENCH_WIDEST_SIMD void decode_values(ConstTensor<float> x, std::size_t first, std::size_t n, float* dst) {
+  const std::uint16_t* codes = x.codes() + first;
+  if (x.storage() == Storage::bf16) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = num::bf16_bits_to_f32(codes[i]);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = num::f16_bits_to_f32(codes[i]);
+  }
+}
+
+// Element first + i of the half tensor x = values[i], rounded to its storage.
+MPBENCH_WIDEST_SIMD void encode_values(Tensor<float> x, std::size_t first, std::size_t n, const float* values) {
+  std::uint16_t* codes = x.codes() + first;
+  if (x.storage() == Storage::bf16) {
+    for (std::size_t i = 0; i < n; ++i) codes[i] = num::f32_to_bf16_bits(values[i]);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) codes[i] = num::f32_to_f16_bits(values[i]);
+  }
+}
+
+// This thread's staging row `which` of at least n floats: rows and chunks of half tensors are
+// decoded into these (a few rows per thread: too small to count among the ops' buffers).
+float* staging_row(int which, std::size_t n) {
+  thread_local std::array<std::vector<float>, 4> rows;
+  std::vector<float>& row = rows[static_cast<std::size_t>(which)];
+  if (row.size() < n) row.resize(n);
+  return row.data();
+}
+
+// Elements [first, first + n) of x as floats: x's own memory when it is real, else decoded into
+// staging row `which`.
+const float* read_values(ConstTensor<float> x, std::size_t first, std::size_t n, int which) {
+  if (x.is_real()) return x.real("read_values") + first;
+  float* row = staging_row(which, n);
+  decode_values(x, first, n, row);
+  return row;
+}
+
+// Where an op puts elements [first, first + n) of x: x's own memory when it is real, else staging
+// row `which`, holding x's current values when the op adds into them. write_values stores them.
+float* output_values(Tensor<float> x, std::size_t first, std::size_t n, int which, bool adds) {
+  if (x.is_real()) return x.real("output_values") + first;
+  float* row = staging_row(which, n);
+  if (adds) decode_values(x, first, n, row);
+  return row;
+}
+
+void write_values(Tensor<float> x, std::size_t first, std::size_t n, const float* values) {
+  if (!x.is_real()) encode_values(x, first, n, values);
+}
+
+// Elements [first, first + n) of x += values.
+void add_values(Tensor<float> x, std::size_t first, const float* values, std::size_t n) {
+  float* dst = output_values(x, first, n, 3, true);
+#pragma omp simd
+  for (std::size_t i = 0; i < n; ++i) dst[i] += values[i];
+  write_values(x, first, n, dst);
+}
+
 MPBENCH_WIDEST_SIMD void round_to_bf16(float* x, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) x[i] = std::bit_cast<float>(std::uint32_t{num::f32_to_bf16_bits(x[i])} << 16);
 }
@@ -115,17 +189,21 @@ void load_operand(float* dst, const float* x, std::size_t n, num::Format format)
   for (std::size_t i = 0; i < n; ++i) dst[i] = operand(x[i], format);
 }
 
-// One head's rows of q, k or v (or of dout) out of rows of `stride` floats, rounded to `format`.
-void load_head(float* dst, const float* src, std::size_t stride, int T, int hs, num::Format format) {
-  for (int t = 0; t < T; ++t) load_operand(dst + static_cast<std::size_t>(t) * hs, src + t * stride, hs, format);
+// One head's rows of q, k or v (or of dout), hs elements from element `first` of src on, rows
+// `stride` elements apart, rounded to `format`.
+void load_head(float* dst, ConstTensor<float> src, std::size_t first, std::size_t stride, int T, int hs,
+               num::Format format) {
+  for (int t = 0; t < T; ++t) {
+    load_operand(dst + static_cast<std::size_t>(t) * hs, read_values(src, first + t * stride, hs, 0), hs, format);
+  }
 }
 
 // Head h of sequence b's q, k and v out of qkv [B,T,3C] into q, q + T hs and q + 2 T hs, each
 // [T,hs], in the GEMM input format.
-void load_qkv_head(float* q, const float* qkv, int b, int h, int T, int C, int hs, num::Format format) {
+void load_qkv_head(float* q, ConstTensor<float> qkv, int b, int h, int T, int C, int hs, num::Format format) {
   const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
-  const float* base = qkv + static_cast<std::size_t>(b) * T * stride + h * hs;
-  for (int part = 0; part < 3; ++part) load_head(q + part * head, base + part * C, stride, T, hs, format);
+  const std::size_t base = static_cast<std::size_t>(b) * T * stride + h * hs;
+  for (int part = 0; part < 3; ++part) load_head(q + part * head, qkv, base + part * C, stride, T, hs, format);
 }
 
 float dot(const float* a, const float* b, int n) {
@@ -142,8 +220,8 @@ void axpy(float* y, float s, const float* x, int n) {
 }
 
 // Head h of sequence b: out and att from qkv. scratch: 3 T hs + hs floats.
-MPBENCH_WIDEST_SIMD void attention_head_forward(float* out, float* att, const float* qkv, int b, int h, int T,
-                                                 int C, int NH, num::Format in, float* scratch) {
+MPBENCH_WIDEST_SIMD void attention_head_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int b, int h,
+                                                 int T, int C, int NH, num::Format in, float* scratch) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::size_t head = static_cast<std::size_t>(T) * hs;
@@ -166,16 +244,19 @@ MPBENCH_WIDEST_SIMD void attention_head_forward(float* out, float* att, const fl
     std::fill(att_row + t + 1, att_row + T, 0.0f);
     std::fill(y, y + hs, 0.0f);
     for (int t2 = 0; t2 <= t; ++t2) axpy(y, operand(att_row[t2], in), v + static_cast<std::size_t>(t2) * hs, hs);
-    std::memcpy(out + (static_cast<std::size_t>(b) * T + t) * C + h * hs, y, hs * sizeof(float));
+    const std::size_t first = (static_cast<std::size_t>(b) * T + t) * C + h * hs;
+    float* out_row = output_values(out, first, hs, 1, false);
+    std::memcpy(out_row, y, hs * sizeof(float));
+    write_values(out, first, hs, out_row);
   }
 }
 
 // Head h of sequence b, per t: datt = dy v^T; dv += att^T dy; dscore = att * (datt - sum(att *
 // datt)) * scale; dq += dscore k; dk += dscore^T q. Operands of the four products in the GEMM input
 // format; the head's gradients are summed in scratch and added to dqkv once. scratch: 7 T hs + T.
-MPBENCH_WIDEST_SIMD void attention_head_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                                                  int b, int h, int T, int C, int NH, num::Format in,
-                                                  float* scratch) {
+MPBENCH_WIDEST_SIMD void attention_head_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv,
+                                                  const float* att, int b, int h, int T, int C, int NH,
+                                                  num::Format in, float* scratch) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::size_t head = static_cast<std::size_t>(T) * hs, stride = 3 * static_cast<std::size_t>(C);
@@ -188,7 +269,7 @@ MPBENCH_WIDEST_SIMD void attention_head_backward(float* dqkv, const float* dout,
   float* dv = dk + head;
   float* datt = dv + head;
   load_qkv_head(q, qkv, b, h, T, C, hs, in);
-  load_head(dy, dout + static_cast<std::size_t>(b) * T * C + h * hs, C, T, hs, in);
+  load_head(dy, dout, static_cast<std::size_t>(b) * T * C + h * hs, C, T, hs, in);
   std::fill(dq, dq + 3 * head, 0.0f);
   for (int t = 0; t < T; ++t) {
     const float* att_row = att + ((static_cast<std::size_t>(b) * NH + h) * T + t) * T;
@@ -206,10 +287,10 @@ MPBENCH_WIDEST_SIMD void attention_head_backward(float* dqkv, const float* dout,
     }
   }
   for (int t = 0; t < T; ++t) {
-    float* row = dqkv + (static_cast<std::size_t>(b) * T + t) * stride + h * hs;
-    axpy(row, 1.0f, dq + static_cast<std::size_t>(t) * hs, hs);
-    axpy(row + C, 1.0f, dk + static_cast<std::size_t>(t) * hs, hs);
-    axpy(row + 2 * C, 1.0f, dv + static_cast<std::size_t>(t) * hs, hs);
+    const std::size_t row = (static_cast<std::size_t>(b) * T + t) * stride + h * hs;
+    for (int part = 0; part < 3; ++part) {
+      add_values(dqkv, row + part * C, dq + part * head + static_cast<std::size_t>(t) * hs, hs);
+    }
   }
 }
 
@@ -367,53 +448,72 @@ T* CpuTransformerOps::scratch(OpsArray<T>& buffer, std::size_t count) {
 
 void CpuTransformerOps::round_to(float* x, std::size_t n, num::Format format) { round_values(x, n, format); }
 
-const void* CpuTransformerOps::gemm_operand(const float* x, std::size_t n, OpsArray<std::uint16_t>& buffer) {
+const float* CpuTransformerOps::decoded(ConstTensor<float> x, std::size_t n, OpsArray<float>& buffer) {
+  if (x.is_real()) return x.real("decoded");
+  float* values = scratch(buffer, n);
+  in_chunks(n, [&](std::size_t first, std::size_t count) { decode_values(x, first, count, values + first); });
+  return values;
+}
+
+const void* CpuTransformerOps::gemm_operand(ConstTensor<float> x, std::size_t n, OpsArray<std::uint16_t>& buffer) {
+  if (!x.is_real()) {
+    if (storage_format(x.storage()) == gemm_input_format(precision_.gemm)) return x.data();
+    return gemm_operand(decoded(x, n, decoded_[0]), n, buffer);
+  }
+  const float* values = x.real("gemm_operand");
   switch (precision_.gemm) {
     case GemmPrecision::bf16: {
       std::uint16_t* bits = scratch(buffer, n);
-      in_shares(n, [x, bits](std::size_t first, std::size_t count) { convert_to_bf16(x + first, bits + first, count); });
+      in_shares(n, [values, bits](std::size_t first, std::size_t count) {
+        convert_to_bf16(values + first, bits + first, count);
+      });
       return bits;
     }
     case GemmPrecision::fp16: {
       std::uint16_t* bits = scratch(buffer, n);
 #pragma omp parallel for schedule(static) if (worth_threads(n))
-      for (std::size_t i = 0; i < n; ++i) bits[i] = num::f32_to_f16_bits(x[i]);
+      for (std::size_t i = 0; i < n; ++i) bits[i] = num::f32_to_f16_bits(values[i]);
       return bits;
     }
-    default: return x;
+    default: return values;
   }
 }
 
-void CpuTransformerOps::gemm(float* out, const void* a, bool a_transposed, const void* b, bool b_transposed,
+void CpuTransformerOps::gemm(Tensor<float> out, const void* a, bool a_transposed, const void* b, bool b_transposed,
                              const float* bias, int M, int K, int N, bool accumulate) {
   const std::size_t outputs = static_cast<std::size_t>(M) * N;
   if (outputs == 0) return;
-  // A rounded result is added after its rounding, so it cannot use oneDNN's sum post-op.
+  // A rounded result is added after its rounding, so it cannot use oneDNN's sum post-op; a half
+  // output is rounded into its storage after the GEMM.
   const bool rounded = precision_.output != num::Format::fp32;
-  float* dst = accumulate && rounded ? scratch(result_, outputs) : out;
+  const bool in_place = out.is_real() && !(accumulate && rounded);
+  float* dst = in_place ? out.real("gemm") : scratch(result_, outputs);
   auto& m = dnn_->matmul({M, K, N, a_transposed, b_transposed, operand_type(precision_.gemm), bias != nullptr,
-                          accumulate && !rounded});
+                          accumulate && in_place});
   m.a.set_data_handle(const_cast<void*>(a));
   m.b.set_data_handle(const_cast<void*>(b));
   if (bias != nullptr) m.bias.set_data_handle(const_cast<float*>(bias));
   m.dst.set_data_handle(dst);
   dnn_->run(m.primitive, m.arguments, "matmul");
   round_values(dst, outputs, precision_.output);
-  if (dst != out) {
-#pragma omp parallel for simd schedule(static) if (worth_threads(outputs))
-    for (std::size_t i = 0; i < outputs; ++i) out[i] += dst[i];
-  }
+  if (in_place) return;
+  in_chunks(outputs, [&](std::size_t first, std::size_t count) {
+    if (accumulate) return add_values(out, first, dst + first, count);
+    float* values = output_values(out, first, count, 0, false);
+    std::memcpy(values, dst + first, count * sizeof(float));
+    write_values(out, first, count, values);
+  });
 }
 
-void CpuTransformerOps::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
-                                       int C, int OC) {
+void CpuTransformerOps::matmul_forward(Tensor<float> out, ConstTensor<float> inp, const float* weight,
+                                       const float* bias, int N, int C, int OC) {
   const std::size_t NC = static_cast<std::size_t>(N) * C, OCC = static_cast<std::size_t>(OC) * C;
   gemm(out, gemm_operand(inp, NC, operand_a_), false, gemm_operand(weight, OCC, operand_b_), true, bias, N, C, OC,
        false);
 }
 
-void CpuTransformerOps::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                        const float* inp, const float* weight, int N, int C, int OC) {
+void CpuTransformerOps::matmul_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
+                                        ConstTensor<float> inp, const float* weight, int N, int C, int OC) {
   const std::size_t NC = static_cast<std::size_t>(N) * C, OCC = static_cast<std::size_t>(OC) * C;
   const void* dout_operand = gemm_operand(dout, static_cast<std::size_t>(N) * OC, operand_a_);  // read by both
   gemm(dinp, dout_operand, false, gemm_operand(weight, OCC, operand_b_), false, nullptr, N, OC, C, true);
@@ -429,7 +529,7 @@ void CpuTransformerOps::matmul_backward(float* dinp, float* dweight, float* dbia
     const int first = block * kBlock, width = std::min(kBlock, OC - first);
     double sums[kBlock] = {};
     for (int n = 0; n < N; ++n) {
-      const float* row = dout + static_cast<std::size_t>(n) * OC + first;
+      const float* row = read_values(dout, static_cast<std::size_t>(n) * OC + first, width, 0);
 #pragma omp simd
       for (int j = 0; j < width; ++j) sums[j] += row[j];
     }
@@ -437,20 +537,23 @@ void CpuTransformerOps::matmul_backward(float* dinp, float* dweight, float* dbia
   }
 }
 
-void CpuTransformerOps::encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
-                                        int B, int T, int C) {
+void CpuTransformerOps::encoder_forward(Tensor<float> out, const std::int32_t* tokens, const float* wte,
+                                        const float* wpe, int B, int T, int C) {
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * T * C))
   for (int row = 0; row < B * T; ++row) {
     const float* token_row = wte + static_cast<std::size_t>(tokens[row]) * C;
     const float* position_row = wpe + static_cast<std::size_t>(row % T) * C;
-    float* out_row = out + static_cast<std::size_t>(row) * C;
+    const std::size_t first = static_cast<std::size_t>(row) * C;
+    float* out_row = output_values(out, first, C, 0, false);
 #pragma omp simd
     for (int c = 0; c < C; ++c) out_row[c] = token_row[c] + position_row[c];
+    write_values(out, first, C, out_row);
   }
 }
 
-void CpuTransformerOps::encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
-                                         int B, int T, int C) {
+void CpuTransformerOps::encoder_backward(float* dwte, float* dwpe, ConstTensor<float> dout_tensor,
+                                         const std::int32_t* tokens, int B, int T, int C) {
+  const float* dout = decoded(dout_tensor, static_cast<std::size_t>(B) * T * C, decoded_[0]);
   // Several rows can hit the same token: threads own blocks of channels, not rows, so no two
   // threads add into the same element.
   constexpr int kBlock = 16;
@@ -473,11 +576,12 @@ void CpuTransformerOps::encoder_backward(float* dwte, float* dwpe, const float* 
 
 // oneDNN's layer_normalization saves the variance, not rstd, and its backward overwrites its
 // gradients where these ops add: loops over rows do it in one pass without conversions.
-void CpuTransformerOps::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+void CpuTransformerOps::layernorm_forward(Tensor<float> out, float* mean, float* rstd, ConstTensor<float> inp,
                                           const float* weight, const float* bias, int N, int C) {
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(N) * C))
   for (int n = 0; n < N; ++n) {
-    const float* x = inp + static_cast<std::size_t>(n) * C;
+    const std::size_t first = static_cast<std::size_t>(n) * C;
+    const float* x = read_values(inp, first, C, 0);
     double sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int c = 0; c < C; ++c) sum += x[c];
@@ -487,9 +591,10 @@ void CpuTransformerOps::layernorm_forward(float* out, float* mean, float* rstd, 
     for (int c = 0; c < C; ++c) squares += (x[c] - m) * (x[c] - m);
     const float s = static_cast<float>(1.0 / std::sqrt(squares / C + kLayerNormEps));
     const float mf = static_cast<float>(m);
-    float* y = out + static_cast<std::size_t>(n) * C;
+    float* y = output_values(out, first, C, 1, false);
 #pragma omp simd
     for (int c = 0; c < C; ++c) y[c] = (x[c] - mf) * s * weight[c] + bias[c];
+    write_values(out, first, C, y);
     mean[n] = mf;
     rstd[n] = s;
   }
@@ -497,8 +602,8 @@ void CpuTransformerOps::layernorm_forward(float* out, float* mean, float* rstd, 
 
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with xhat = (x - mean) * rstd, g = dout * weight.
 // dweight and dbias sum over rows: each thread sums its rows into its own partial sums first.
-void CpuTransformerOps::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                           const float* inp, const float* weight, const float* mean,
+void CpuTransformerOps::layernorm_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
+                                           ConstTensor<float> inp, const float* weight, const float* mean,
                                            const float* rstd, int N, int C) {
   const std::size_t per_thread = 2 * static_cast<std::size_t>(C);
   float* partials = scratch(per_thread_, per_thread * omp_get_max_threads());
@@ -510,9 +615,10 @@ void CpuTransformerOps::layernorm_backward(float* dinp, float* dweight, float* d
     std::fill(dweight_part, dweight_part + per_thread, 0.0f);
 #pragma omp for schedule(static)
     for (int n = 0; n < N; ++n) {
-      const float* x = inp + static_cast<std::size_t>(n) * C;
-      const float* dy = dout + static_cast<std::size_t>(n) * C;
-      float* dx = dinp + static_cast<std::size_t>(n) * C;
+      const std::size_t first = static_cast<std::size_t>(n) * C;
+      const float* x = read_values(inp, first, C, 0);
+      const float* dy = read_values(dout, first, C, 1);
+      float* dx = output_values(dinp, first, C, 2, true);
       const float m = mean[n], s = rstd[n];
       double g_mean = 0, g_xhat_mean = 0;
 #pragma omp simd reduction(+ : g_mean, g_xhat_mean)
@@ -529,6 +635,7 @@ void CpuTransformerOps::layernorm_backward(float* dinp, float* dweight, float* d
         dweight_part[c] += dy[c] * xhat;
         dx[c] += s * (dy[c] * weight[c] - gm - xhat * gxm);
       }
+      write_values(dinp, first, C, dx);
     }
     // The implicit barrier of the loop above: every partial sum is complete.
 #pragma omp for schedule(static)
@@ -546,7 +653,8 @@ void CpuTransformerOps::layernorm_backward(float* dinp, float* dweight, float* d
 
 // Per (b, h), on one thread: the head's q, k, v copied out of qkv in the GEMM input format, then
 // scores, softmax and att v row by row, in fp32.
-void CpuTransformerOps::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+void CpuTransformerOps::attention_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int B, int T, int C,
+                                          int NH) {
   const int hs = C / NH;
   const std::size_t per_thread = 3 * static_cast<std::size_t>(T) * hs + hs;
   float* buffers = scratch(per_thread_, per_thread * omp_get_max_threads());
@@ -558,8 +666,8 @@ void CpuTransformerOps::attention_forward(float* out, float* att, const float* q
   }
 }
 
-void CpuTransformerOps::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                                           int B, int T, int C, int NH) {
+void CpuTransformerOps::attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv,
+                                           const float* att, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const std::size_t per_thread = 7 * static_cast<std::size_t>(T) * hs + T;
   float* buffers = scratch(per_thread_, per_thread * omp_get_max_threads());
@@ -571,44 +679,58 @@ void CpuTransformerOps::attention_backward(float* dqkv, const float* dout, const
   }
 }
 
-void CpuTransformerOps::gelu_forward(float* out, const float* inp, std::size_t n) {
+// oneDNN's eltwise on fp32 (its jitted tanh is many times faster than a loop over gelu()): half
+// tensors are decoded before it and the result is rounded into them after it.
+void CpuTransformerOps::gelu_forward(Tensor<float> out, ConstTensor<float> inp, std::size_t n) {
   if (n == 0) return;
   auto& g = dnn_->gelu(n);
-  g.src.set_data_handle(const_cast<float*>(inp));
-  g.dst.set_data_handle(out);
+  float* dst = out.is_real() ? out.real("gelu_forward") : scratch(result_, n);
+  g.src.set_data_handle(const_cast<float*>(decoded(inp, n, decoded_[0])));
+  g.dst.set_data_handle(dst);
   dnn_->run(g.forward, g.forward_arguments, "eltwise gelu_tanh forward");
-}
-
-void CpuTransformerOps::gelu_backward(float* dinp, const float* dout, const float* inp, std::size_t n) {
-  if (n == 0) return;
-  auto& g = dnn_->gelu(n);
-  float* gradient = scratch(result_, n);  // oneDNN overwrites its diff_src; the op adds
-  g.src.set_data_handle(const_cast<float*>(inp));
-  g.diff_dst.set_data_handle(const_cast<float*>(dout));
-  g.diff_src.set_data_handle(gradient);
-  dnn_->run(g.backward, g.backward_arguments, "eltwise gelu_tanh backward");
-#pragma omp parallel for simd schedule(static) if (worth_threads(n))
-  for (std::size_t i = 0; i < n; ++i) dinp[i] += gradient[i];
-}
-
-void CpuTransformerOps::residual_forward(float* out, const float* a, const float* b, std::size_t n) {
-#pragma omp parallel for simd schedule(static) if (worth_threads(n))
-  for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
-}
-
-void CpuTransformerOps::residual_backward(float* da, float* db, const float* dout, std::size_t n) {
-#pragma omp parallel for simd schedule(static) if (worth_threads(n))
-  for (std::size_t i = 0; i < n; ++i) {
-    da[i] += dout[i];
-    db[i] += dout[i];
+  if (!out.is_real()) {
+    in_chunks(n, [&](std::size_t first, std::size_t count) { encode_values(out, first, count, dst + first); });
   }
 }
 
-void CpuTransformerOps::softmax_crossentropy_forward(float* losses, float* probs, const float* logits,
+void CpuTransformerOps::gelu_backward(Tensor<float> dinp, ConstTensor<float> dout, ConstTensor<float> inp,
+                                      std::size_t n) {
+  if (n == 0) return;
+  auto& g = dnn_->gelu(n);
+  float* gradient = scratch(result_, n);  // oneDNN overwrites its diff_src; the op adds
+  g.src.set_data_handle(const_cast<float*>(decoded(inp, n, decoded_[0])));
+  g.diff_dst.set_data_handle(const_cast<float*>(decoded(dout, n, decoded_[1])));
+  g.diff_src.set_data_handle(gradient);
+  dnn_->run(g.backward, g.backward_arguments, "eltwise gelu_tanh backward");
+  in_chunks(n, [&](std::size_t first, std::size_t count) { add_values(dinp, first, gradient + first, count); });
+}
+
+void CpuTransformerOps::residual_forward(Tensor<float> out, ConstTensor<float> a, ConstTensor<float> b,
+                                         std::size_t n) {
+  in_chunks(n, [&](std::size_t first, std::size_t count) {
+    const float* x = read_values(a, first, count, 0);
+    const float* y = read_values(b, first, count, 1);
+    float* sum = output_values(out, first, count, 2, false);
+#pragma omp simd
+    for (std::size_t i = 0; i < count; ++i) sum[i] = x[i] + y[i];
+    write_values(out, first, count, sum);
+  });
+}
+
+void CpuTransformerOps::residual_backward(Tensor<float> da, Tensor<float> db, ConstTensor<float> dout,
+                                          std::size_t n) {
+  in_chunks(n, [&](std::size_t first, std::size_t count) {
+    const float* dy = read_values(dout, first, count, 0);
+    add_values(da, first, dy, count);
+    add_values(db, first, dy, count);
+  });
+}
+
+void CpuTransformerOps::softmax_crossentropy_forward(float* losses, float* probs, ConstTensor<float> logits,
                                                      const std::int32_t* targets, int N, int V, int Vp) {
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(N) * Vp))
   for (int n = 0; n < N; ++n) {
-    const float* z = logits + static_cast<std::size_t>(n) * Vp;
+    const float* z = read_values(logits, static_cast<std::size_t>(n) * Vp, Vp, 0);
     float* p = probs + static_cast<std::size_t>(n) * Vp;
     float max_logit = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : max_logit)
@@ -627,16 +749,18 @@ void CpuTransformerOps::softmax_crossentropy_forward(float* losses, float* probs
   }
 }
 
-void CpuTransformerOps::softmax_crossentropy_backward(float* dlogits, const float* dlosses, const float* probs,
+void CpuTransformerOps::softmax_crossentropy_backward(Tensor<float> dlogits, const float* dlosses, const float* probs,
                                                       const std::int32_t* targets, int N, int V, int Vp) {
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(N) * Vp))
   for (int n = 0; n < N; ++n) {
     const float* p = probs + static_cast<std::size_t>(n) * Vp;
-    float* dz = dlogits + static_cast<std::size_t>(n) * Vp;
+    const std::size_t first = static_cast<std::size_t>(n) * Vp;
+    float* dz = output_values(dlogits, first, Vp, 0, true);
     const float dloss = dlosses[n];
 #pragma omp simd
     for (int v = 0; v < V; ++v) dz[v] += dloss * p[v];
     dz[targets[n]] -= dloss;
+    write_values(dlogits, first, Vp, dz);
   }
 }
 

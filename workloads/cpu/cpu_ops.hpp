@@ -2,7 +2,10 @@
 // TransformerOps on the CPU: the GEMMs through oneDNN's matmul (fp32, and bf16/fp16 where oneDNN
 // runs them on this CPU), GELU through oneDNN's eltwise, everything else as OpenMP loops over rows.
 // Results match ReferenceOps<float> up to fp32 summation order; in a low matmul precision the GEMM
-// operands and results are rounded exactly as the reference rounds them.
+// operands and results are rounded exactly as the reference rounds them. Half-storage activations
+// are read and written in place: a bf16 tensor is a bf16 GEMM's operand as it is, and the loops
+// decode rows to fp32 and round their results into the storage.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -24,28 +27,30 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   std::optional<std::string> unsupported(GemmPrecision precision) const override;
   void set_matmul_precision(const MatmulPrecision& precision) override;
   void round_to(float* x, std::size_t n, num::Format format) override;
-  void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+  bool has_half_storage() const override { return true; }
+  void encoder_forward(Tensor<float> out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override;
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+  void encoder_backward(float* dwte, float* dwpe, ConstTensor<float> dout, const std::int32_t* tokens, int B, int T,
                         int C) override;
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+  void layernorm_forward(Tensor<float> out, float* mean, float* rstd, ConstTensor<float> inp, const float* weight,
                          const float* bias, int N, int C) override;
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                          const float* weight, const float* mean, const float* rstd, int N, int C) override;
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+  void layernorm_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
+                          ConstTensor<float> inp, const float* weight, const float* mean, const float* rstd, int N,
+                          int C) override;
+  void matmul_forward(Tensor<float> out, ConstTensor<float> inp, const float* weight, const float* bias, int N, int C,
                       int OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int C, int OC) override;
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
-                          int NH) override;
-  void gelu_forward(float* out, const float* inp, std::size_t n) override;
-  void gelu_backward(float* dinp, const float* dout, const float* inp, std::size_t n) override;
-  void residual_forward(float* out, const float* a, const float* b, std::size_t n) override;
-  void residual_backward(float* da, float* db, const float* dout, std::size_t n) override;
-  void softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const std::int32_t* targets,
-                                    int N, int V, int Vp) override;
-  void softmax_crossentropy_backward(float* dlogits, const float* dlosses, const float* probs,
+  void matmul_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
+                       ConstTensor<float> inp, const float* weight, int N, int C, int OC) override;
+  void attention_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int B, int T, int C, int NH) override;
+  void attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv, const float* att, int B,
+                          int T, int C, int NH) override;
+  void gelu_forward(Tensor<float> out, ConstTensor<float> inp, std::size_t n) override;
+  void gelu_backward(Tensor<float> dinp, ConstTensor<float> dout, ConstTensor<float> inp, std::size_t n) override;
+  void residual_forward(Tensor<float> out, ConstTensor<float> a, ConstTensor<float> b, std::size_t n) override;
+  void residual_backward(Tensor<float> da, Tensor<float> db, ConstTensor<float> dout, std::size_t n) override;
+  void softmax_crossentropy_forward(float* losses, float* probs, ConstTensor<float> logits,
+                                    const std::int32_t* targets, int N, int V, int Vp) override;
+  void softmax_crossentropy_backward(Tensor<float> dlogits, const float* dlosses, const float* probs,
                                      const std::int32_t* targets, int N, int V, int Vp) override;
   void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
                     const AdamWStep& step) override;
@@ -62,11 +67,14 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
 
   // out = a b (+ bias) with a [M,K], b [K,N] in the GEMM input type (from gemm_operand), each
   // transposed in memory or not; accumulate: out += result. The result is rounded to the output
-  // format before it is stored or added, as MatmulPrecision says.
-  void gemm(float* out, const void* a, bool a_transposed, const void* b, bool b_transposed, const float* bias, int M,
-            int K, int N, bool accumulate);
-  // The GEMM input type's copy of n fp32 values, in `buffer` (fp32 GEMMs read x itself).
-  const void* gemm_operand(const float* x, std::size_t n, OpsArray<std::uint16_t>& buffer);
+  // format before it is stored or added, as MatmulPrecision says, and the sum to out's storage.
+  void gemm(Tensor<float> out, const void* a, bool a_transposed, const void* b, bool b_transposed, const float* bias,
+            int M, int K, int N, bool accumulate);
+  // n values of x as the GEMM reads them: x itself when it is stored in the GEMM input type (fp32 or
+  // tf32 GEMMs on real storage, bf16 on bf16), else its copy in that type in `buffer`.
+  const void* gemm_operand(ConstTensor<float> x, std::size_t n, OpsArray<std::uint16_t>& buffer);
+  // Half-storage values as floats in `buffer` (the fp32 GEMM's operands, encoder_backward's dout).
+  const float* decoded(ConstTensor<float> x, std::size_t n, OpsArray<float>& buffer);
 
   std::optional<std::string> isa_note_;  // mpbench's default ISA limit, decided before oneDNN starts
   std::unique_ptr<OneDnn> dnn_;
@@ -74,6 +82,7 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   mutable std::map<GemmPrecision, std::optional<std::string>> support_;
   OpsArray<std::uint16_t> operand_a_, operand_b_;  // low-precision GEMM operands
   OpsArray<float> result_;                         // GEMM results before rounding and adding
+  std::array<OpsArray<float>, 2> decoded_;         // half-storage values decoded to fp32
   OpsArray<float> per_thread_;                     // attention and LayerNorm per-thread scratch
 };
 

@@ -464,38 +464,43 @@ void CudaTransformerOps::gemm_add(float* dst, std::size_t count, GemmCall call) 
   cuda_kernels::add_rounded(launch_, dst, call.d, count, precision_.output);
 }
 
-void CudaTransformerOps::encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
-                                         int B, int T, int C) {
+void CudaTransformerOps::encoder_forward(Tensor<float> out, const std::int32_t* tokens, const float* wte,
+                                         const float* wpe, int B, int T, int C) {
   activate();
-  cuda_kernels::encoder_forward(launch_, out, tokens, wte, wpe, B, T, C);
+  cuda_kernels::encoder_forward(launch_, out.real("encoder_forward"), tokens, wte, wpe, B, T, C);
 }
 
-void CudaTransformerOps::encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
-                                          int B, int T, int C) {
+void CudaTransformerOps::encoder_backward(float* dwte, float* dwpe, ConstTensor<float> dout,
+                                          const std::int32_t* tokens, int B, int T, int C) {
   activate();
-  cuda_kernels::encoder_backward(launch_, dwte, dwpe, dout, tokens, B, T, C);
+  cuda_kernels::encoder_backward(launch_, dwte, dwpe, dout.real("encoder_backward"), tokens, B, T, C);
 }
 
-void CudaTransformerOps::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                                           const float* bias, int N, int C) {
+void CudaTransformerOps::layernorm_forward(Tensor<float> out, float* mean, float* rstd, ConstTensor<float> inp,
+                                           const float* weight, const float* bias, int N, int C) {
   activate();
-  cuda_kernels::layernorm_forward(launch_, out, mean, rstd, inp, weight, bias, N, C);
+  cuda_kernels::layernorm_forward(launch_, out.real("layernorm_forward"), mean, rstd, inp.real("layernorm_forward"),
+                                  weight, bias, N, C);
 }
 
-void CudaTransformerOps::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                            const float* inp, const float* weight, const float* mean,
+void CudaTransformerOps::layernorm_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
+                                            ConstTensor<float> inp, const float* weight, const float* mean,
                                             const float* rstd, int N, int C) {
   activate();
-  cuda_kernels::layernorm_backward(launch_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  const char* op = "layernorm_backward";
+  cuda_kernels::layernorm_backward(launch_, dinp.real(op), dweight, dbias, dout.real(op), inp.real(op), weight, mean,
+                                   rstd, N, C);
 }
 
 // Row-major out [N,OC] = inp [N,C] weight [OC,C]^T is column-major out^T (OC x N) = weight^T^T inp^T:
 // A = weight, stored as the column-major C x OC matrix weight^T and read transposed; B = inp, stored
 // as the column-major C x N matrix inp^T.
-void CudaTransformerOps::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
-                                        int C, int OC) {
+void CudaTransformerOps::matmul_forward(Tensor<float> out_tensor, ConstTensor<float> inp_tensor, const float* weight,
+                                        const float* bias, int N, int C, int OC) {
   if (N <= 0 || OC <= 0) return;
   activate();
+  float* out = out_tensor.real("matmul_forward");
+  const float* inp = inp_tensor.real("matmul_forward");
   const void* x = gemm_operand(inp, std::size_t(N) * C, kOperandA);
   const void* w = gemm_operand(weight, std::size_t(OC) * C, kOperandB);
   GemmCall call;
@@ -513,10 +518,14 @@ void CudaTransformerOps::matmul_forward(float* out, const float* inp, const floa
 // dinp [N,C] += dout [N,OC] weight [OC,C]: column-major dinp^T (C x N) = weight^T (C x OC, as stored)
 // dout^T (OC x N, as stored). dweight [OC,C] += dout^T inp: column-major dweight^T (C x OC) =
 // inp^T (C x N, as stored) dout (N x OC: the stored OC x N dout^T read transposed).
-void CudaTransformerOps::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                         const float* inp, const float* weight, int N, int C, int OC) {
+void CudaTransformerOps::matmul_backward(Tensor<float> dinp_tensor, float* dweight, float* dbias,
+                                         ConstTensor<float> dout_tensor, ConstTensor<float> inp_tensor,
+                                         const float* weight, int N, int C, int OC) {
   if (N <= 0 || C <= 0 || OC <= 0) return;
   activate();
+  float* dinp = dinp_tensor.real("matmul_backward");
+  const float* dout = dout_tensor.real("matmul_backward");
+  const float* inp = inp_tensor.real("matmul_backward");
   const void* dy = gemm_operand(dout, std::size_t(N) * OC, kOperandA);
   const void* w = gemm_operand(weight, std::size_t(OC) * C, kOperandB);
   const void* x = gemm_operand(inp, std::size_t(N) * C, kOperandC);
@@ -542,9 +551,12 @@ void CudaTransformerOps::matmul_backward(float* dinp, float* dweight, float* dbi
 // row-major (column-major: att^T):
 //   scores: column-major att^T (T x T) = k (k^T read transposed) q^T, in place in att;
 //   y:      column-major y^T (hs x T) = v^T att^T.
-void CudaTransformerOps::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+void CudaTransformerOps::attention_forward(Tensor<float> out_tensor, float* att, ConstTensor<float> qkv_tensor, int B,
+                                           int T, int C, int NH) {
   if (B <= 0 || T <= 0 || C <= 0) return;
   activate();
+  float* out = out_tensor.real("attention_forward");
+  const float* qkv = qkv_tensor.real("attention_forward");
   if (attention() == AttentionKernels::fused) {
     fused_attention_forward(out, att, qkv, B, T, C, NH);
     return;
@@ -589,10 +601,14 @@ void CudaTransformerOps::attention_forward(float* out, float* att, const float* 
 //   datt^T (T x T) = v (v^T read transposed) dy^T;  dv^T (hs x T) = dy^T att (att^T read transposed);
 //   dscore from the softmax backward kernel;
 //   dq^T (hs x T) = k^T dscore^T;                    dk^T (hs x T) = q^T dscore (dscore^T read transposed).
-void CudaTransformerOps::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                                            int T, int C, int NH) {
+void CudaTransformerOps::attention_backward(Tensor<float> dqkv_tensor, ConstTensor<float> dout_tensor,
+                                            ConstTensor<float> qkv_tensor, const float* att, int B, int T, int C,
+                                            int NH) {
   if (B <= 0 || T <= 0 || C <= 0) return;
   activate();
+  float* dqkv = dqkv_tensor.real("attention_backward");
+  const float* dout = dout_tensor.real("attention_backward");
+  const float* qkv = qkv_tensor.real("attention_backward");
   if (attention() == AttentionKernels::fused) {
     fused_attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
     return;
@@ -726,36 +742,44 @@ void CudaTransformerOps::fused_attention_backward(float* dqkv, const float* dout
   add_heads_to_qkv(dqkv, {dq, dk, dv}, format, B, T, C, NH);
 }
 
-void CudaTransformerOps::gelu_forward(float* out, const float* inp, std::size_t n) {
+void CudaTransformerOps::gelu_forward(Tensor<float> out, ConstTensor<float> inp, std::size_t n) {
   activate();
-  cuda_kernels::gelu_forward(launch_, out, inp, n);
+  cuda_kernels::gelu_forward(launch_, out.real("gelu_forward"), inp.real("gelu_forward"), n);
 }
 
-void CudaTransformerOps::gelu_backward(float* dinp, const float* dout, const float* inp, std::size_t n) {
+void CudaTransformerOps::gelu_backward(Tensor<float> dinp, ConstTensor<float> dout, ConstTensor<float> inp,
+                                       std::size_t n) {
   activate();
-  cuda_kernels::gelu_backward(launch_, dinp, dout, inp, n);
+  const char* op = "gelu_backward";
+  cuda_kernels::gelu_backward(launch_, dinp.real(op), dout.real(op), inp.real(op), n);
 }
 
-void CudaTransformerOps::residual_forward(float* out, const float* a, const float* b, std::size_t n) {
+void CudaTransformerOps::residual_forward(Tensor<float> out, ConstTensor<float> a, ConstTensor<float> b,
+                                          std::size_t n) {
   activate();
-  cuda_kernels::residual_forward(launch_, out, a, b, n);
+  const char* op = "residual_forward";
+  cuda_kernels::residual_forward(launch_, out.real(op), a.real(op), b.real(op), n);
 }
 
-void CudaTransformerOps::residual_backward(float* da, float* db, const float* dout, std::size_t n) {
+void CudaTransformerOps::residual_backward(Tensor<float> da, Tensor<float> db, ConstTensor<float> dout,
+                                           std::size_t n) {
   activate();
-  cuda_kernels::residual_backward(launch_, da, db, dout, n);
+  const char* op = "residual_backward";
+  cuda_kernels::residual_backward(launch_, da.real(op), db.real(op), dout.real(op), n);
 }
 
-void CudaTransformerOps::softmax_crossentropy_forward(float* losses, float* probs, const float* logits,
+void CudaTransformerOps::softmax_crossentropy_forward(float* losses, float* probs, ConstTensor<float> logits,
                                                       const std::int32_t* targets, int N, int V, int Vp) {
   activate();
-  cuda_kernels::softmax_crossentropy_forward(launch_, losses, probs, logits, targets, N, V, Vp);
+  cuda_kernels::softmax_crossentropy_forward(launch_, losses, probs, logits.real("softmax_crossentropy_forward"),
+                                             targets, N, V, Vp);
 }
 
-void CudaTransformerOps::softmax_crossentropy_backward(float* dlogits, const float* dlosses, const float* probs,
+void CudaTransformerOps::softmax_crossentropy_backward(Tensor<float> dlogits, const float* dlosses, const float* probs,
                                                        const std::int32_t* targets, int N, int V, int Vp) {
   activate();
-  cuda_kernels::softmax_crossentropy_backward(launch_, dlogits, dlosses, probs, targets, N, V, Vp);
+  cuda_kernels::softmax_crossentropy_backward(launch_, dlogits.real("softmax_crossentropy_backward"), dlosses, probs,
+                                              targets, N, V, Vp);
 }
 
 void CudaTransformerOps::adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,

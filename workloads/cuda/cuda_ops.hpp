@@ -10,6 +10,8 @@
 // values the reference rounds to; results are rounded to MatmulPrecision::output by a kernel before
 // they are stored or added. TF32 matmuls read fp32 operands as the Tensor Cores do (they drop the
 // low mantissa bits); attention's operands are rounded to tf32 by the kernels that lay them out.
+// No half storage yet (has_half_storage is false): activations are fp32 buffers, and a model
+// rounds the values its mode keeps in fp16/bf16 with round_to (ActivationStorage::emulated).
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -60,28 +62,29 @@ class CudaTransformerOps final : public TransformerOps<float> {
   void begin_op(std::string_view op, int layer, Phase phase) override;
   void end_op() override;
 
-  void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+  void encoder_forward(Tensor<float> out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override;
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+  void encoder_backward(float* dwte, float* dwpe, ConstTensor<float> dout, const std::int32_t* tokens, int B, int T,
                         int C) override;
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+  void layernorm_forward(Tensor<float> out, float* mean, float* rstd, ConstTensor<float> inp, const float* weight,
                          const float* bias, int N, int C) override;
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                          const float* weight, const float* mean, const float* rstd, int N, int C) override;
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+  void layernorm_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
+                          ConstTensor<float> inp, const float* weight, const float* mean, const float* rstd, int N,
+                          int C) override;
+  void matmul_forward(Tensor<float> out, ConstTensor<float> inp, const float* weight, const float* bias, int N, int C,
                       int OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int C, int OC) override;
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
-                          int NH) override;
-  void gelu_forward(float* out, const float* inp, std::size_t n) override;
-  void gelu_backward(float* dinp, const float* dout, const float* inp, std::size_t n) override;
-  void residual_forward(float* out, const float* a, const float* b, std::size_t n) override;
-  void residual_backward(float* da, float* db, const float* dout, std::size_t n) override;
-  void softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const std::int32_t* targets,
-                                    int N, int V, int Vp) override;
-  void softmax_crossentropy_backward(float* dlogits, const float* dlosses, const float* probs,
+  void matmul_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
+                       ConstTensor<float> inp, const float* weight, int N, int C, int OC) override;
+  void attention_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int B, int T, int C, int NH) override;
+  void attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv, const float* att, int B,
+                          int T, int C, int NH) override;
+  void gelu_forward(Tensor<float> out, ConstTensor<float> inp, std::size_t n) override;
+  void gelu_backward(Tensor<float> dinp, ConstTensor<float> dout, ConstTensor<float> inp, std::size_t n) override;
+  void residual_forward(Tensor<float> out, ConstTensor<float> a, ConstTensor<float> b, std::size_t n) override;
+  void residual_backward(Tensor<float> da, Tensor<float> db, ConstTensor<float> dout, std::size_t n) override;
+  void softmax_crossentropy_forward(float* losses, float* probs, ConstTensor<float> logits,
+                                    const std::int32_t* targets, int N, int V, int Vp) override;
+  void softmax_crossentropy_backward(Tensor<float> dlogits, const float* dlosses, const float* probs,
                                      const std::int32_t* targets, int N, int V, int Vp) override;
   void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
                     const AdamWStep& step) override;

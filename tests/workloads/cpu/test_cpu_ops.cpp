@@ -516,6 +516,50 @@ INSTANTIATE_TEST_SUITE_P(Modes, CpuModel, ::testing::Values(amp::Mode::fp32, amp
                            return name;
                          });
 
+// Half storage on the CPU ops (rows decoded to fp32 and rounded back, bf16 GEMM operands read in
+// place) against the same ops emulating it with fp32 buffers rounded after each op: the same
+// values, so the same loss and gradients, in less memory.
+class CpuHalfStorage : public ::testing::TestWithParam<amp::Mode> {};
+
+TEST_P(CpuHalfStorage, MatchesTheEmulationInLessMemory) {
+  const amp::Mode mode = GetParam();
+  const std::uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const GptConfig config = config_by_name("tiny");
+  const int B = 3, T = 7;
+  CpuTransformerOps half_ops, emulated_ops;
+  if (const auto why = unsupported_mode(half_ops, mode)) GTEST_SKIP() << *why;
+  Gpt2Model<float> half(config, B, T, half_ops, mode, AttentionKernels::unfused, ActivationStorage::half);
+  Gpt2Model<float> emulated(config, B, T, emulated_ops, mode, AttentionKernels::unfused, ActivationStorage::emulated);
+  ASSERT_EQ(half.activation_storage(), ActivationStorage::half);
+  half.init(seed);
+  emulated.upload_params(half.download_params());
+  std::vector<std::int32_t> inputs(B * T), targets(B * T);
+  for (int i = 0; i < B * T; ++i) {
+    inputs[i] = static_cast<std::int32_t>(mix64(seed + 2, i) % config.vocab);
+    targets[i] = static_cast<std::int32_t>(mix64(seed + 3, i) % config.vocab);
+  }
+  half.zero_grad();
+  emulated.zero_grad();
+  EXPECT_EQ(half.forward(inputs.data(), targets.data()), emulated.forward(inputs.data(), targets.data()));
+  half.backward();
+  emulated.backward();
+  EXPECT_EQ(half.download_probs(), emulated.download_probs());
+  const Vec half_grads = half.download_grads(), emulated_grads = emulated.download_grads();
+  for (const ParameterTensor& t : half.tensors()) {
+    EXPECT_EQ(relative_l2(half_grads, emulated_grads, t.offset, t.size), 0.0) << t.name;
+  }
+  EXPECT_LT(half.activation_bytes(), emulated.activation_bytes());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CpuHalfStorage,
+                         ::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16),
+                         [](const auto& info) {
+                           std::string name(amp::mode_name(info.param));
+                           std::erase(name, '-');
+                           return name;
+                         });
+
 TEST(CpuTraining, TinyTrainsInAmpBf16) {
   const GptConfig config = config_by_name("tiny");
   CpuTransformerOps ops;
