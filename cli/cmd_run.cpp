@@ -68,10 +68,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "each case records which in params.attention). fused and unfused add an _att-... suffix to the case")
       ->check(CLI::IsMember({"auto", "fused", "unfused"}))->capture_default_str()->group(training);
   cmd->add_option("--activation-storage", t.activation_storage,
-                  "half: activations a mode keeps in fp16/bf16 take 2 bytes (CPU; the CUDA backend emulates them "
-                  "for now); emulated: fp32 buffers rounded to the type after each op, the same values in twice the "
-                  "bytes (a counterfactual: cases get an _act-emulated suffix). params.activation_storage records "
-                  "which each mode used")
+                  "half: activations a mode keeps in fp16/bf16 take 2 bytes; emulated: fp32 buffers rounded to the "
+                  "type after each op, the same values in twice the bytes (a counterfactual: cases get an "
+                  "_act-emulated suffix). params.activation_storage records which each mode used")
       ->check(CLI::IsMember({"half", "emulated"}))->capture_default_str()->group(training);
   cmd->add_option("--tensor-cores", t.tensor_cores,
                   "counterfactual (GPU only): on; off forces every GEMM onto CUDA-core algorithms; batched-off only "

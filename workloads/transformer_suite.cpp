@@ -42,37 +42,35 @@ std::vector<amp::Mode> default_modes() {
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
 
-// Whether the device's ops hold activations in half storage: the CPU ops do; the CUDA ops keep
-// them real (workloads/cuda/cuda_ops.hpp).
-bool half_storage_ops(const DeviceInfo& device) { return on_cpu(device); }
+// The CPU and CUDA ops both hold activations in half storage.
+constexpr bool kHalfStorageOps = true;
 
-std::size_t training_bytes(const TransformerPlan& plan, const TrainOptions& options, amp::Mode mode,
-                           const DeviceInfo& device) {
-  return training_bytes_estimate(plan.config, options, mode, half_storage_ops(device));
+std::size_t training_bytes(const TransformerPlan& plan, const TrainOptions& options, amp::Mode mode) {
+  return training_bytes_estimate(plan.config, options, mode, kHalfStorageOps);
 }
 
 // The mode that needs the most memory.
-amp::Mode largest_mode(const TransformerPlan& plan, const DeviceInfo& device) {
+amp::Mode largest_mode(const TransformerPlan& plan) {
   return *std::max_element(plan.modes.begin(), plan.modes.end(), [&](amp::Mode a, amp::Mode b) {
-    return training_bytes(plan, plan.train, a, device) < training_bytes(plan, plan.train, b, device);
+    return training_bytes(plan, plan.train, a) < training_bytes(plan, plan.train, b);
   });
 }
 
 void check_memory(const TransformerPlan& plan, const DeviceInfo& device) {
   if (device.memory_bytes == 0 || plan.modes.empty()) return;
   const double available = kMemoryHeadroom * static_cast<double>(device.memory_bytes);
-  const amp::Mode mode = largest_mode(plan, device);
+  const amp::Mode mode = largest_mode(plan);
   TrainOptions trial = plan.train;
-  const std::size_t need = training_bytes(plan, trial, mode, device);
+  const std::size_t need = training_bytes(plan, trial, mode);
   if (static_cast<double>(need) <= available) return;
   int fits = 0;
   for (int b = plan.train.batch - 1; b >= 1 && fits == 0; --b) {
     trial.batch = b;
-    if (static_cast<double>(training_bytes(plan, trial, mode, device)) <= available) fits = b;
+    if (static_cast<double>(training_bytes(plan, trial, mode)) <= available) fits = b;
   }
   const std::size_t activations =
       activation_bytes_estimate(plan.config, plan.train.batch, plan.train.seq_len, plan.train.attention, mode,
-                                activation_storage_for(plan.train.activation_storage, half_storage_ops(device), mode));
+                                activation_storage_for(plan.train.activation_storage, kHalfStorageOps, mode));
   throw UsageError(fmt::format(
       "config {} with --batch {} --seq {} needs {} in {} ({} of activations, {} of weights, gradients, master "
       "and optimizer state) but {} has {} ({} usable): {}",
@@ -446,7 +444,7 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
       {"allocated_peak_bytes", run.peak_bytes},
       {"activation_bytes", run.activation_bytes},
       {"model_state_bytes", run.model_state_bytes},
-      {"estimate_bytes", training_bytes(plan, plan.train, mode, device)},
+      {"estimate_bytes", training_bytes(plan, plan.train, mode)},
       {"activation_storage", activation_storage_name(run.activation_storage)},
       {"account", {{"persistent_bytes", account.persistent_bytes()},
                    {"peak_bytes", account.peak_bytes()},
@@ -616,7 +614,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     } catch (const OutOfMemoryError& e) {
       c.status = CaseStatus::error;
       c.message = fmt::format("out of memory: {} (the estimate was {}): use a smaller --batch or --seq", e.what(),
-                              gib(double(training_bytes(plan, plan.train, mode, device))));
+                              gib(double(training_bytes(plan, plan.train, mode))));
     } catch (const BackendError& e) {
       c.status = CaseStatus::error;
       c.message = e.what();

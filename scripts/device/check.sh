@@ -3,10 +3,11 @@
 # network, no Debian development packages) it unpacks the build made beforehand with
 # scripts/device/pack.sh (or packs ./build if that exists), runs every test binary (GPU tests
 # included), runs the microbenchmark suites (--quick) and gpt2-124m training in every mode on the
-# GPU, measures PyTorch's matmul, copy and GPT-2 training step for the targets, and writes into
-# OUTDIR (at most 8 files):
-#   check.log (everything printed, the summary table last)  tests.txt  result-quick.json
-#   result-transformer.json  result-profile.json  torch.json  torch-gpt2.json
+# GPU (and again with --activation-storage emulated), measures PyTorch's matmul, copy and GPT-2
+# training step for the targets, and writes into OUTDIR (at most 8 files):
+#   check.log (everything printed, each test binary's verdict lines, the summary table last)
+#   result-quick.json  result-transformer.json  result-emulated.json  result-profile.json
+#   torch.json  torch-gpt2.json
 #   trace-tiny.amp-bf16.json (a profiled tiny step: the GPU trace to keep as a test fixture)
 # (the environment is in every result document and in check.log)
 # ending with a short table. A failing step is reported and the next one still runs.
@@ -67,17 +68,18 @@ step "mpbench env"
 "$MPBENCH_BIN" env || fail "mpbench env"
 
 step "tests"
-: > "$out/tests.txt"
+tests_file="$pack/tests.txt"  # its lines go into check.log: the 8 files are spoken for
+: > "$tests_file"
 tests=${MPBENCH_CHECK_TESTS:-$(ls "$pack/bin" | grep '^test_')}
 for t in $tests; do
-  echo "-- $t" | tee -a "$out/tests.txt"
+  echo "-- $t" | tee -a "$tests_file"
   (cd "$pack" && timeout 300 "$pack/bin/$t" --gtest_color=no > "$pack/$t.log" 2>&1)
   code=$?
-  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$pack/$t.log" >> "$out/tests.txt"
-  echo "exit $code" >> "$out/tests.txt"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$pack/$t.log" >> "$tests_file"
+  echo "exit $code" >> "$tests_file"
   ((code == 0)) || { fail "$t (exit $code)"; tail -40 "$pack/$t.log"; }
 done
-grep -E "exit|PASSED|FAILED  \]" "$out/tests.txt"
+cat "$tests_file"
 
 step "mpbench run --suite gemm,bandwidth,cast --quick --device $device"
 timeout 300 "$MPBENCH_BIN" run --suite gemm,bandwidth,cast --quick --device "$device" \
@@ -87,6 +89,13 @@ step "mpbench run --suite transformer $training --device $device"
 # shellcheck disable=SC2086  # the options are meant to split
 timeout 300 "$MPBENCH_BIN" run --suite transformer $training --device "$device" --out "$out/result-transformer.json" ||
   fail "mpbench run --suite transformer (exit $?)"
+# The emulated activation storage in a process of its own: the counterfactual for half storage,
+# and the training results should the half-storage kernels fail.
+step "mpbench run --suite transformer $training --precision fp32,amp-bf16,bf16 --activation-storage emulated"
+# shellcheck disable=SC2086
+timeout 240 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,amp-bf16,bf16 \
+  --activation-storage emulated --device "$device" --out "$out/result-emulated.json" ||
+  fail "mpbench run --suite transformer --activation-storage emulated (exit $?)"
 # Profiling apart, so that a CUPTI failure cannot cost the training results above.
 step "mpbench run --suite transformer $training --precision fp32,amp-bf16 --profile --device $device"
 # shellcheck disable=SC2086
@@ -117,5 +126,5 @@ fi
 step "summary"
 python3 "$repo/scripts/device/summarize.py" --result "$out/result-quick.json" --torch "$out/torch.json" \
   --transformer "$out/result-transformer.json" --torch-gpt2 "$out/torch-gpt2.json" --profile "$out/result-profile.json" \
-  --tests "$out/tests.txt"
+  --emulated "$out/result-emulated.json" --tests "$tests_file"
 exit $status

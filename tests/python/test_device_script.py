@@ -3,6 +3,7 @@ run without a GPU runs here: packing the build, unpacking it, the library path, 
 a filtered run (on the CPU) and the summary table."""
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -22,8 +23,8 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     produced = sorted(p.name for p in tmp_path.iterdir())
-    assert {"check.log", "tests.txt", "result-quick.json", "result-transformer.json", "result-profile.json",
-            "trace-tiny.amp-bf16.json"} <= set(produced)
+    assert {"check.log", "result-quick.json", "result-transformer.json", "result-emulated.json",
+            "result-profile.json", "trace-tiny.amp-bf16.json"} <= set(produced)
     assert len(produced) <= 8  # what the device tool brings back
     result = json.loads((tmp_path / "result-quick.json").read_text())
     assert any(c["status"] == "ok" for c in result["cases"])
@@ -32,11 +33,15 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
     assert "copy kernel vs cudaMemcpy" in summary
     assert "transformer tiny_b4_t16 fp32" in summary and "final loss vs fp32" in summary
     assert "profile tiny_b4_t16 amp-bf16: overhead" in summary
+    assert "storage bf16      half vs emulated:" in summary
     profiled = json.loads((tmp_path / "result-profile.json").read_text())
     assert all(c["details"]["profile"]["status"] == "profiled" for c in profiled["cases"])
     training = json.loads((tmp_path / "result-transformer.json").read_text())
     assert [c["precision"] for c in training["cases"]] == ["fp32", "tf32", "amp-fp16", "amp-bf16", "bf16"]
     trace = json.loads((tmp_path / "trace-tiny.amp-bf16.json").read_text())
     assert any(e.get("cat") == "user_annotation" for e in trace["traceEvents"])
-    tests = (tmp_path / "tests.txt").read_text()
-    assert "exit 0" in tests and "FAILED" not in tests
+    emulated = json.loads((tmp_path / "result-emulated.json").read_text())
+    assert [c["params"]["activation_storage"] for c in emulated["cases"]] == ["emulated"] * 3
+    assert [c["name"] for c in emulated["cases"]] == ["tiny_b4_t16_act-emulated"] * 3
+    tests = re.search(r"\n== \S+ tests\n(.*?)\n== ", (tmp_path / "check.log").read_text(), re.S).group(1)
+    assert "-- test_backends" in tests and "exit 0" in tests and "FAILED" not in tests

@@ -360,9 +360,9 @@ std::vector<GemmAlgorithm> CudaTransformerOps::gemm_algorithms() const {
 
 num::Format CudaTransformerOps::input_format() const { return gemm_input_format(precision_.gemm); }
 
-const void* CudaTransformerOps::gemm_operand(const float* values, std::size_t n, Slot slot) {
+const void* CudaTransformerOps::gemm_operand(ConstTensor<float> values, std::size_t n, Slot slot) {
   const num::Format format = input_format();
-  if (!is_half(format)) return values;
+  if (values.is_real() ? !is_half(format) : storage_format(values.storage()) == format) return values.data();
   void* converted = scratch(slot, n * cuda_kernels::operand_bytes(format));
   cuda_kernels::convert_operands(launch_, converted, values, n, format);
   return converted;
@@ -450,14 +450,15 @@ void CudaTransformerOps::gemm(const GemmCall& call) {
         fmt::format("cublasLtMatmul ({})", problem_text(key)));
 }
 
-void CudaTransformerOps::gemm_add(float* dst, std::size_t count, GemmCall call) {
-  if (precision_.output == num::Format::fp32) {
-    call.d = dst;
+void CudaTransformerOps::gemm_add(Tensor<float> dst, std::size_t count, GemmCall call) {
+  if (precision_.output == num::Format::fp32 && dst.is_real()) {
+    call.d = dst.real("gemm_add");
     call.accumulate = true;
     gemm(call);
     return;
   }
-  // The result is rounded before it is added, so it needs a buffer of its own.
+  // The result is rounded before it is added (and the sum to dst's storage), so it needs a buffer
+  // of its own.
   call.d = static_cast<float*>(scratch(kGemmResult, count * sizeof(float)));
   call.accumulate = false;
   gemm(call);
@@ -467,40 +468,36 @@ void CudaTransformerOps::gemm_add(float* dst, std::size_t count, GemmCall call) 
 void CudaTransformerOps::encoder_forward(Tensor<float> out, const std::int32_t* tokens, const float* wte,
                                          const float* wpe, int B, int T, int C) {
   activate();
-  cuda_kernels::encoder_forward(launch_, out.real("encoder_forward"), tokens, wte, wpe, B, T, C);
+  cuda_kernels::encoder_forward(launch_, out, tokens, wte, wpe, B, T, C);
 }
 
 void CudaTransformerOps::encoder_backward(float* dwte, float* dwpe, ConstTensor<float> dout,
                                           const std::int32_t* tokens, int B, int T, int C) {
   activate();
-  cuda_kernels::encoder_backward(launch_, dwte, dwpe, dout.real("encoder_backward"), tokens, B, T, C);
+  cuda_kernels::encoder_backward(launch_, dwte, dwpe, dout, tokens, B, T, C);
 }
 
 void CudaTransformerOps::layernorm_forward(Tensor<float> out, float* mean, float* rstd, ConstTensor<float> inp,
                                            const float* weight, const float* bias, int N, int C) {
   activate();
-  cuda_kernels::layernorm_forward(launch_, out.real("layernorm_forward"), mean, rstd, inp.real("layernorm_forward"),
-                                  weight, bias, N, C);
+  cuda_kernels::layernorm_forward(launch_, out, mean, rstd, inp, weight, bias, N, C);
 }
 
 void CudaTransformerOps::layernorm_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
                                             ConstTensor<float> inp, const float* weight, const float* mean,
                                             const float* rstd, int N, int C) {
   activate();
-  const char* op = "layernorm_backward";
-  cuda_kernels::layernorm_backward(launch_, dinp.real(op), dweight, dbias, dout.real(op), inp.real(op), weight, mean,
-                                   rstd, N, C);
+  cuda_kernels::layernorm_backward(launch_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
 // Row-major out [N,OC] = inp [N,C] weight [OC,C]^T is column-major out^T (OC x N) = weight^T^T inp^T:
 // A = weight, stored as the column-major C x OC matrix weight^T and read transposed; B = inp, stored
 // as the column-major C x N matrix inp^T.
-void CudaTransformerOps::matmul_forward(Tensor<float> out_tensor, ConstTensor<float> inp_tensor, const float* weight,
+// A half out gets the GEMM's fp32 result through a buffer, rounded into it with the bias.
+void CudaTransformerOps::matmul_forward(Tensor<float> out, ConstTensor<float> inp, const float* weight,
                                         const float* bias, int N, int C, int OC) {
   if (N <= 0 || OC <= 0) return;
   activate();
-  float* out = out_tensor.real("matmul_forward");
-  const float* inp = inp_tensor.real("matmul_forward");
   const void* x = gemm_operand(inp, std::size_t(N) * C, kOperandA);
   const void* w = gemm_operand(weight, std::size_t(OC) * C, kOperandB);
   GemmCall call;
@@ -509,23 +506,21 @@ void CudaTransformerOps::matmul_forward(Tensor<float> out_tensor, ConstTensor<fl
   call.m = OC, call.n = N, call.k = C;
   call.a = w, call.lda = C;
   call.b = x, call.ldb = C;
-  call.d = out, call.ldd = OC;
+  call.d = out.is_real() ? out.real("matmul_forward")
+                         : static_cast<float*>(scratch(kGemmResult, std::size_t(N) * OC * sizeof(float)));
+  call.ldd = OC;
   gemm(call);
-  if (bias != nullptr || precision_.output != num::Format::fp32)
-    cuda_kernels::add_bias_and_round(launch_, out, bias, N, OC, precision_.output);
+  if (bias != nullptr || precision_.output != num::Format::fp32 || !out.is_real())
+    cuda_kernels::add_bias_and_round(launch_, out, call.d, bias, N, OC, precision_.output);
 }
 
 // dinp [N,C] += dout [N,OC] weight [OC,C]: column-major dinp^T (C x N) = weight^T (C x OC, as stored)
 // dout^T (OC x N, as stored). dweight [OC,C] += dout^T inp: column-major dweight^T (C x OC) =
 // inp^T (C x N, as stored) dout (N x OC: the stored OC x N dout^T read transposed).
-void CudaTransformerOps::matmul_backward(Tensor<float> dinp_tensor, float* dweight, float* dbias,
-                                         ConstTensor<float> dout_tensor, ConstTensor<float> inp_tensor,
-                                         const float* weight, int N, int C, int OC) {
+void CudaTransformerOps::matmul_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
+                                         ConstTensor<float> inp, const float* weight, int N, int C, int OC) {
   if (N <= 0 || C <= 0 || OC <= 0) return;
   activate();
-  float* dinp = dinp_tensor.real("matmul_backward");
-  const float* dout = dout_tensor.real("matmul_backward");
-  const float* inp = inp_tensor.real("matmul_backward");
   const void* dy = gemm_operand(dout, std::size_t(N) * OC, kOperandA);
   const void* w = gemm_operand(weight, std::size_t(OC) * C, kOperandB);
   const void* x = gemm_operand(inp, std::size_t(N) * C, kOperandC);
@@ -551,12 +546,10 @@ void CudaTransformerOps::matmul_backward(Tensor<float> dinp_tensor, float* dweig
 // row-major (column-major: att^T):
 //   scores: column-major att^T (T x T) = k (k^T read transposed) q^T, in place in att;
 //   y:      column-major y^T (hs x T) = v^T att^T.
-void CudaTransformerOps::attention_forward(Tensor<float> out_tensor, float* att, ConstTensor<float> qkv_tensor, int B,
-                                           int T, int C, int NH) {
+void CudaTransformerOps::attention_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int B, int T, int C,
+                                           int NH) {
   if (B <= 0 || T <= 0 || C <= 0) return;
   activate();
-  float* out = out_tensor.real("attention_forward");
-  const float* qkv = qkv_tensor.real("attention_forward");
   if (attention() == AttentionKernels::fused) {
     fused_attention_forward(out, att, qkv, B, T, C, NH);
     return;
@@ -601,14 +594,10 @@ void CudaTransformerOps::attention_forward(Tensor<float> out_tensor, float* att,
 //   datt^T (T x T) = v (v^T read transposed) dy^T;  dv^T (hs x T) = dy^T att (att^T read transposed);
 //   dscore from the softmax backward kernel;
 //   dq^T (hs x T) = k^T dscore^T;                    dk^T (hs x T) = q^T dscore (dscore^T read transposed).
-void CudaTransformerOps::attention_backward(Tensor<float> dqkv_tensor, ConstTensor<float> dout_tensor,
-                                            ConstTensor<float> qkv_tensor, const float* att, int B, int T, int C,
-                                            int NH) {
+void CudaTransformerOps::attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv,
+                                            const float* att, int B, int T, int C, int NH) {
   if (B <= 0 || T <= 0 || C <= 0) return;
   activate();
-  float* dqkv = dqkv_tensor.real("attention_backward");
-  const float* dout = dout_tensor.real("attention_backward");
-  const float* qkv = qkv_tensor.real("attention_backward");
   if (attention() == AttentionKernels::fused) {
     fused_attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
     return;
@@ -681,18 +670,18 @@ void CudaTransformerOps::attention_backward(Tensor<float> dqkv_tensor, ConstTens
   add_heads_to_qkv(dqkv, {dq, dk, dv}, num::Format::fp32, B, T, C, NH);
 }
 
-std::array<void*, 3> CudaTransformerOps::qkv_to_heads(const float* qkv, int B, int T, int C, int NH) {
+std::array<void*, 3> CudaTransformerOps::qkv_to_heads(ConstTensor<float> qkv, int B, int T, int C, int NH) {
   const std::size_t bytes = std::size_t(B) * T * C * cuda_kernels::operand_bytes(input_format());
   std::array<void*, 3> heads{scratch(kHeadsQ, bytes), scratch(kHeadsK, bytes), scratch(kHeadsV, bytes)};
   for (int part = 0; part < 3; ++part)
-    cuda_kernels::rows_to_heads(launch_, heads[part], qkv + part * C, 3 * C, B, T, NH, C / NH, input_format());
+    cuda_kernels::rows_to_heads(launch_, heads[part], qkv.at(part * C), 3 * C, B, T, NH, C / NH, input_format());
   return heads;
 }
 
-void CudaTransformerOps::add_heads_to_qkv(float* dqkv, const std::array<const void*, 3>& heads, num::Format format,
-                                          int B, int T, int C, int NH) {
+void CudaTransformerOps::add_heads_to_qkv(Tensor<float> dqkv, const std::array<const void*, 3>& heads,
+                                          num::Format format, int B, int T, int C, int NH) {
   for (int part = 0; part < 3; ++part)
-    cuda_kernels::heads_to_rows(launch_, dqkv + part * C, heads[part], format, 3 * C, B, T, NH, C / NH, true);
+    cuda_kernels::heads_to_rows(launch_, dqkv.at(part * C), heads[part], format, 3 * C, B, T, NH, C / NH, true);
 }
 
 FusedAttention& CudaTransformerOps::fused_attention() {
@@ -713,8 +702,8 @@ void CudaTransformerOps::require_half_operands() const {
                                    gemm_precision_info(precision_.gemm).name));
 }
 
-void CudaTransformerOps::fused_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                                                 int NH) {
+void CudaTransformerOps::fused_attention_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int B, int T,
+                                                 int C, int NH) {
   require_half_operands();
   const AttentionShape shape{B, NH, T, C / NH};
   const auto [q, k, v] = qkv_to_heads(qkv, B, T, C, NH);
@@ -724,8 +713,8 @@ void CudaTransformerOps::fused_attention_forward(float* out, float* att, const f
   cuda_kernels::heads_to_rows(launch_, out, y, input_format(), C, B, T, NH, shape.hs, false);
 }
 
-void CudaTransformerOps::fused_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                                                  int B, int T, int C, int NH) {
+void CudaTransformerOps::fused_attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv,
+                                                  const float* att, int B, int T, int C, int NH) {
   require_half_operands();
   const AttentionShape shape{B, NH, T, C / NH};
   const auto [q, k, v] = qkv_to_heads(qkv, B, T, C, NH);
@@ -744,42 +733,37 @@ void CudaTransformerOps::fused_attention_backward(float* dqkv, const float* dout
 
 void CudaTransformerOps::gelu_forward(Tensor<float> out, ConstTensor<float> inp, std::size_t n) {
   activate();
-  cuda_kernels::gelu_forward(launch_, out.real("gelu_forward"), inp.real("gelu_forward"), n);
+  cuda_kernels::gelu_forward(launch_, out, inp, n);
 }
 
 void CudaTransformerOps::gelu_backward(Tensor<float> dinp, ConstTensor<float> dout, ConstTensor<float> inp,
                                        std::size_t n) {
   activate();
-  const char* op = "gelu_backward";
-  cuda_kernels::gelu_backward(launch_, dinp.real(op), dout.real(op), inp.real(op), n);
+  cuda_kernels::gelu_backward(launch_, dinp, dout, inp, n);
 }
 
 void CudaTransformerOps::residual_forward(Tensor<float> out, ConstTensor<float> a, ConstTensor<float> b,
                                           std::size_t n) {
   activate();
-  const char* op = "residual_forward";
-  cuda_kernels::residual_forward(launch_, out.real(op), a.real(op), b.real(op), n);
+  cuda_kernels::residual_forward(launch_, out, a, b, n);
 }
 
 void CudaTransformerOps::residual_backward(Tensor<float> da, Tensor<float> db, ConstTensor<float> dout,
                                            std::size_t n) {
   activate();
-  const char* op = "residual_backward";
-  cuda_kernels::residual_backward(launch_, da.real(op), db.real(op), dout.real(op), n);
+  cuda_kernels::residual_backward(launch_, da, db, dout, n);
 }
 
 void CudaTransformerOps::softmax_crossentropy_forward(float* losses, float* probs, ConstTensor<float> logits,
                                                       const std::int32_t* targets, int N, int V, int Vp) {
   activate();
-  cuda_kernels::softmax_crossentropy_forward(launch_, losses, probs, logits.real("softmax_crossentropy_forward"),
-                                             targets, N, V, Vp);
+  cuda_kernels::softmax_crossentropy_forward(launch_, losses, probs, logits, targets, N, V, Vp);
 }
 
 void CudaTransformerOps::softmax_crossentropy_backward(Tensor<float> dlogits, const float* dlosses, const float* probs,
                                                        const std::int32_t* targets, int N, int V, int Vp) {
   activate();
-  cuda_kernels::softmax_crossentropy_backward(launch_, dlogits.real("softmax_crossentropy_backward"), dlosses, probs,
-                                              targets, N, V, Vp);
+  cuda_kernels::softmax_crossentropy_backward(launch_, dlogits, dlosses, probs, targets, N, V, Vp);
 }
 
 void CudaTransformerOps::adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,

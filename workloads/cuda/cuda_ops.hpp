@@ -10,8 +10,9 @@
 // values the reference rounds to; results are rounded to MatmulPrecision::output by a kernel before
 // they are stored or added. TF32 matmuls read fp32 operands as the Tensor Cores do (they drop the
 // low mantissa bits); attention's operands are rounded to tf32 by the kernels that lay them out.
-// No half storage yet (has_half_storage is false): activations are fp32 buffers, and a model
-// rounds the values its mode keeps in fp16/bf16 with round_to (ActivationStorage::emulated).
+// Half storage: the kernels read fp16/bf16 activations and round what they write into them; an
+// activation stored in the GEMM's input type is its operand as it is (no conversion kernel), and
+// a GEMM writing a half activation goes through an fp32 buffer and the bias-and-round kernel.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -59,6 +60,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
   // One per cached cuBLASLt plan: a problem differs by precision, shape, strides, alignment and policy.
   std::vector<GemmAlgorithm> gemm_algorithms() const override;
   void round_to(float* x, std::size_t n, num::Format format) override;
+  bool has_half_storage() const override { return true; }
   void begin_op(std::string_view op, int layer, Phase phase) override;
   void end_op() override;
 
@@ -135,22 +137,23 @@ class CudaTransformerOps final : public TransformerOps<float> {
   void activate() const;
   void* scratch(Slot slot, std::size_t bytes);
   num::Format input_format() const;
-  // A fp32 operand as the GEMM reads it: `values` itself for fp32 and tf32, else its fp16/bf16 copy in `slot`.
-  const void* gemm_operand(const float* values, std::size_t n, Slot slot);
+  // n values as the GEMM reads them: the tensor itself when it is stored in the GEMM's input type
+  // (real for fp32 and tf32, fp16 or bf16 codes), else its copy in that type in `slot`.
+  const void* gemm_operand(ConstTensor<float> values, std::size_t n, Slot slot);
   void gemm(const GemmCall& call);
   // dst [count] += the GEMM's result rounded to the output format.
-  void gemm_add(float* dst, std::size_t count, GemmCall call);
+  void gemm_add(Tensor<float> dst, std::size_t count, GemmCall call);
   // q, k, v of qkv [B,T,3C] as [B,NH,T,hs] operands of the input format, in kHeadsQ/K/V.
-  std::array<void*, 3> qkv_to_heads(const float* qkv, int B, int T, int C, int NH);
+  std::array<void*, 3> qkv_to_heads(ConstTensor<float> qkv, int B, int T, int C, int NH);
   // dqkv [B,T,3C] += dq, dk, dv [B,NH,T,hs] (floats or 16-bit codes of `format`).
-  void add_heads_to_qkv(float* dqkv, const std::array<const void*, 3>& heads, num::Format format, int B, int T, int C,
-                        int NH);
+  void add_heads_to_qkv(Tensor<float> dqkv, const std::array<const void*, 3>& heads, num::Format format, int B, int T,
+                        int C, int NH);
   FusedAttention& fused_attention();  // made when first needed
   // BackendError unless the GEMMs read fp16 or bf16, which the fused kernels take.
   void require_half_operands() const;
-  void fused_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-  void fused_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
-                                int C, int NH);
+  void fused_attention_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int B, int T, int C, int NH);
+  void fused_attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv, const float* att,
+                                int B, int T, int C, int NH);
 
   int device_;
   std::string device_name_;

@@ -1,6 +1,7 @@
 // The Transformer workload's own kernels, llm.c style: one kernel per job, fp32 arithmetic, the
 // per-element math of workloads/elementwise.hpp. Byte counts are per element (or per row) of the
-// main tensor: reads + writes, no write-allocate traffic, small cached vectors not counted.
+// main tensor: reads + writes, no write-allocate traffic, small cached vectors not counted. An
+// activation element ("a") is 4 bytes in real storage and 2 in fp16/bf16.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -56,6 +57,37 @@ __device__ T block_reduce(T value, Op op, T identity) {
   return result;
 }
 
+// An activation tensor as a kernel takes it: floats, or fp16/bf16 codes.
+struct Elements {
+  void* data;
+  Storage storage;
+};
+struct ConstElements {
+  const void* data;
+  Storage storage;
+};
+Elements elements(Tensor<float> x) { return {x.data(), x.storage()}; }
+ConstElements elements(ConstTensor<float> x) { return {x.data(), x.storage()}; }
+
+// Element i of x as a float.
+__device__ float load(ConstElements x, std::size_t i) {
+  switch (x.storage) {
+    case Storage::fp16: return num::f16_bits_to_f32(static_cast<const std::uint16_t*>(x.data)[i]);
+    case Storage::bf16: return num::bf16_bits_to_f32(static_cast<const std::uint16_t*>(x.data)[i]);
+    default: return static_cast<const float*>(x.data)[i];
+  }
+}
+__device__ float load(Elements x, std::size_t i) { return load(ConstElements{x.data, x.storage}, i); }
+
+// Element i of x = value, rounded to x's storage.
+__device__ void store(Elements x, std::size_t i, float value) {
+  switch (x.storage) {
+    case Storage::fp16: static_cast<std::uint16_t*>(x.data)[i] = num::f32_to_f16_bits(value); return;
+    case Storage::bf16: static_cast<std::uint16_t*>(x.data)[i] = num::f32_to_bf16_bits(value); return;
+    default: static_cast<float*>(x.data)[i] = value; return;
+  }
+}
+
 // x as an operand of `format`, stored at element i of out (float or 16-bit codes).
 __device__ void store_operand(void* out, std::size_t i, float x, num::Format format) {
   switch (format) {
@@ -75,10 +107,10 @@ __device__ float load_operand(const void* in, std::size_t i, num::Format format)
   }
 }
 
-// out[i] = operand(in[i]): 4 + 2 (fp16, bf16) or 4 + 4 bytes per element.
-__global__ void __launch_bounds__(kThreads) convert_operands_kernel(void* out, const float* in, std::size_t n,
+// out[i] = operand(in[i]): a + 2 (fp16, bf16) or a + 4 bytes per element.
+__global__ void __launch_bounds__(kThreads) convert_operands_kernel(void* out, ConstElements in, std::size_t n,
                                                                     num::Format format) {
-  for (std::size_t i = global_thread(); i < n; i += grid_threads()) store_operand(out, i, in[i], format);
+  for (std::size_t i = global_thread(); i < n; i += grid_threads()) store_operand(out, i, load(in, i), format);
 }
 
 // x[i] = round(x[i]): 8 bytes per element.
@@ -86,31 +118,32 @@ __global__ void __launch_bounds__(kThreads) round_kernel(float* x, std::size_t n
   for (std::size_t i = global_thread(); i < n; i += grid_threads()) x[i] = round_to_format(x[i], format);
 }
 
-// out[n,o] = round(out[n,o] + bias[o]): 8 bytes per element.
-__global__ void __launch_bounds__(kThreads) bias_round_kernel(float* out, const float* bias, std::size_t rows,
-                                                              int OC, num::Format format) {
+// out[n,o] = round(result[n,o] + bias[o]): 4 + a bytes per element.
+__global__ void __launch_bounds__(kThreads) bias_round_kernel(Elements out, const float* result, const float* bias,
+                                                              std::size_t rows, int OC, num::Format format) {
   const std::size_t n = rows * OC;
   for (std::size_t i = global_thread(); i < n; i += grid_threads()) {
-    const float value = bias != nullptr ? out[i] + bias[i % OC] : out[i];
-    out[i] = round_to_format(value, format);
+    const float value = bias != nullptr ? result[i] + bias[i % OC] : result[i];
+    store(out, i, round_to_format(value, format));
   }
 }
 
-// acc[i] += round(x[i]): 12 bytes per element.
-__global__ void __launch_bounds__(kThreads) add_rounded_kernel(float* acc, const float* x, std::size_t n,
+// acc[i] += round(x[i]): 4 + 2a bytes per element.
+__global__ void __launch_bounds__(kThreads) add_rounded_kernel(Elements acc, const float* x, std::size_t n,
                                                                num::Format format) {
-  for (std::size_t i = global_thread(); i < n; i += grid_threads()) acc[i] += round_to_format(x[i], format);
+  for (std::size_t i = global_thread(); i < n; i += grid_threads())
+    store(acc, i, load(acc, i) + round_to_format(x[i], format));
 }
 
 // Block (32, 32) sums 32 columns of in [N,C]: thread (x, y) adds rows y, y+32, ... of column x, then
-// row y = 0 of the block adds the 32 partial sums. dsum[c] += round(sum): 4 bytes per element.
-__global__ void __launch_bounds__(kTile* kTile) column_sums_kernel(float* dsum, const float* in, int N, int C,
+// row y = 0 of the block adds the 32 partial sums. dsum[c] += round(sum): a bytes per element.
+__global__ void __launch_bounds__(kTile* kTile) column_sums_kernel(float* dsum, ConstElements in, int N, int C,
                                                                    num::Format format) {
   __shared__ float partial[kTile][kTile + 1];
   const int c = blockIdx.x * kTile + threadIdx.x;
   float sum = 0;
   if (c < C) {
-    for (int n = threadIdx.y; n < N; n += kTile) sum += in[std::size_t(n) * C + c];
+    for (int n = threadIdx.y; n < N; n += kTile) sum += load(in, std::size_t(n) * C + c);
   }
   partial[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
@@ -121,49 +154,52 @@ __global__ void __launch_bounds__(kTile* kTile) column_sums_kernel(float* dsum, 
   }
 }
 
-// out[b,t,c] = wte[token,c] + wpe[t,c]: 12 bytes per element.
-__global__ void __launch_bounds__(kThreads) encoder_forward_kernel(float* out, const std::int32_t* tokens,
+// out[b,t,c] = wte[token,c] + wpe[t,c]: 8 + a bytes per element.
+__global__ void __launch_bounds__(kThreads) encoder_forward_kernel(Elements out, const std::int32_t* tokens,
                                                                    const float* wte, const float* wpe, int T, int C,
                                                                    std::size_t n) {
   for (std::size_t i = global_thread(); i < n; i += grid_threads()) {
     const std::size_t row = i / C;  // b*T + t
     const int c = static_cast<int>(i % C);
     const int t = static_cast<int>(row % T);
-    out[i] = wte[std::size_t(tokens[row]) * C + c] + wpe[std::size_t(t) * C + c];
+    store(out, i, wte[std::size_t(tokens[row]) * C + c] + wpe[std::size_t(t) * C + c]);
   }
 }
 
 // dwte[token,c] += dout, dwpe[t,c] += dout, by fp32 atomics (rows of repeated tokens collide):
-// 4 bytes read and two atomic read-modify-writes per element.
-__global__ void __launch_bounds__(kThreads) encoder_backward_kernel(float* dwte, float* dwpe, const float* dout,
+// a bytes read and two atomic read-modify-writes per element.
+__global__ void __launch_bounds__(kThreads) encoder_backward_kernel(float* dwte, float* dwpe, ConstElements dout,
                                                                     const std::int32_t* tokens, int T, int C,
                                                                     std::size_t n) {
   for (std::size_t i = global_thread(); i < n; i += grid_threads()) {
     const std::size_t row = i / C;
     const int c = static_cast<int>(i % C);
     const int t = static_cast<int>(row % T);
-    atomicAdd(&dwte[std::size_t(tokens[row]) * C + c], dout[i]);
-    atomicAdd(&dwpe[std::size_t(t) * C + c], dout[i]);
+    const float grad = load(dout, i);
+    atomicAdd(&dwte[std::size_t(tokens[row]) * C + c], grad);
+    atomicAdd(&dwpe[std::size_t(t) * C + c], grad);
   }
 }
 
 // One warp per row of inp [N,C]: mean, then the biased variance around it (two passes), then
-// out = (x - mean) * rstd * weight + bias. Per row: 3 * 4C read, 4C written, mean and rstd.
-__global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(float* out, float* mean, float* rstd,
-                                                                     const float* inp, const float* weight,
+// out = (x - mean) * rstd * weight + bias. Per row: 3 * aC read, aC written, mean and rstd.
+__global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(Elements out, float* mean, float* rstd,
+                                                                     ConstElements inp, const float* weight,
                                                                      const float* bias, int N, int C) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;  // the whole warp leaves together
-  const float* x = inp + std::size_t(row) * C;
+  const std::size_t first = std::size_t(row) * C;
   float sum = 0;
-  for (int c = lane; c < C; c += 32) sum += x[c];
+  for (int c = lane; c < C; c += 32) sum += load(inp, first + c);
   const float m = warp_reduce(sum, Sum{}) / C;
   float squares = 0;
-  for (int c = lane; c < C; c += 32) squares += (x[c] - m) * (x[c] - m);
+  for (int c = lane; c < C; c += 32) {
+    const float d = load(inp, first + c) - m;
+    squares += d * d;
+  }
   const float s = 1.0f / sqrtf(warp_reduce(squares, Sum{}) / C + 1e-5f);
-  float* y = out + std::size_t(row) * C;
-  for (int c = lane; c < C; c += 32) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+  for (int c = lane; c < C; c += 32) store(out, first + c, (load(inp, first + c) - m) * s * weight[c] + bias[c]);
   if (lane == 0) {
     mean[row] = m;
     rstd[row] = s;
@@ -171,36 +207,35 @@ __global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(float* out,
 }
 
 // One warp per row: with xhat = (x - mean) * rstd and g = dout * weight,
-// dinp += rstd * (g - mean(g) - xhat * mean(g * xhat)). Per row: 2 * (4C + 4C) read, 4C read-modify-write.
-__global__ void __launch_bounds__(kThreads) layernorm_backward_input_kernel(float* dinp, const float* dout,
-                                                                            const float* inp, const float* weight,
+// dinp += rstd * (g - mean(g) - xhat * mean(g * xhat)). Per row: 2 * (aC + aC) read, aC read-modify-write.
+__global__ void __launch_bounds__(kThreads) layernorm_backward_input_kernel(Elements dinp, ConstElements dout,
+                                                                            ConstElements inp, const float* weight,
                                                                             const float* mean, const float* rstd,
                                                                             int N, int C) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
-  const float* x = inp + std::size_t(row) * C;
-  const float* dy = dout + std::size_t(row) * C;
+  const std::size_t first = std::size_t(row) * C;
   const float m = mean[row], s = rstd[row];
   float g_sum = 0, g_xhat_sum = 0;
   for (int c = lane; c < C; c += 32) {
-    const float g = dy[c] * weight[c];
+    const float g = load(dout, first + c) * weight[c];
     g_sum += g;
-    g_xhat_sum += g * (x[c] - m) * s;
+    g_xhat_sum += g * (load(inp, first + c) - m) * s;
   }
   const float g_mean = warp_reduce(g_sum, Sum{}) / C;
   const float g_xhat_mean = warp_reduce(g_xhat_sum, Sum{}) / C;
-  float* dx = dinp + std::size_t(row) * C;
   for (int c = lane; c < C; c += 32) {
-    const float xhat = (x[c] - m) * s;
-    dx[c] += s * (dy[c] * weight[c] - g_mean - xhat * g_xhat_mean);
+    const std::size_t i = first + c;
+    const float xhat = (load(inp, i) - m) * s;
+    store(dinp, i, load(dinp, i) + s * (load(dout, i) * weight[c] - g_mean - xhat * g_xhat_mean));
   }
 }
 
 // dweight[c] += sum_n dout * xhat, dbias[c] += sum_n dout, by the column scheme of
-// column_sums_kernel: 8 bytes read per element.
+// column_sums_kernel: 2a bytes read per element.
 __global__ void __launch_bounds__(kTile* kTile) layernorm_backward_params_kernel(float* dweight, float* dbias,
-                                                                                 const float* dout, const float* inp,
+                                                                                 ConstElements dout, ConstElements inp,
                                                                                  const float* mean, const float* rstd,
                                                                                  int N, int C) {
   __shared__ float weight_partial[kTile][kTile + 1];
@@ -210,8 +245,9 @@ __global__ void __launch_bounds__(kTile* kTile) layernorm_backward_params_kernel
   if (c < C) {
     for (int n = threadIdx.y; n < N; n += kTile) {
       const std::size_t i = std::size_t(n) * C + c;
-      dw += dout[i] * (inp[i] - mean[n]) * rstd[n];
-      db += dout[i];
+      const float dy = load(dout, i);
+      dw += dy * (load(inp, i) - mean[n]) * rstd[n];
+      db += dy;
     }
   }
   weight_partial[threadIdx.y][threadIdx.x] = dw;
@@ -228,54 +264,57 @@ __global__ void __launch_bounds__(kTile* kTile) layernorm_backward_params_kernel
   }
 }
 
-// out = gelu(inp): 8 bytes per element.
-__global__ void __launch_bounds__(kThreads) gelu_forward_kernel(float* out, const float* inp, std::size_t n) {
-  for (std::size_t i = global_thread(); i < n; i += grid_threads()) out[i] = gelu(inp[i]);
+// out = gelu(inp): 2a bytes per element.
+__global__ void __launch_bounds__(kThreads) gelu_forward_kernel(Elements out, ConstElements inp, std::size_t n) {
+  for (std::size_t i = global_thread(); i < n; i += grid_threads()) store(out, i, gelu(load(inp, i)));
 }
 
-// dinp += gelu'(inp) * dout: 16 bytes per element.
-__global__ void __launch_bounds__(kThreads) gelu_backward_kernel(float* dinp, const float* dout, const float* inp,
+// dinp += gelu'(inp) * dout: 4a bytes per element.
+__global__ void __launch_bounds__(kThreads) gelu_backward_kernel(Elements dinp, ConstElements dout, ConstElements inp,
                                                                  std::size_t n) {
-  for (std::size_t i = global_thread(); i < n; i += grid_threads()) dinp[i] += gelu_derivative(inp[i]) * dout[i];
+  for (std::size_t i = global_thread(); i < n; i += grid_threads())
+    store(dinp, i, load(dinp, i) + gelu_derivative(load(inp, i)) * load(dout, i));
 }
 
-// out = a + b: 12 bytes per element.
-__global__ void __launch_bounds__(kThreads) residual_forward_kernel(float* out, const float* a, const float* b,
+// out = a + b: 3a bytes per element.
+__global__ void __launch_bounds__(kThreads) residual_forward_kernel(Elements out, ConstElements a, ConstElements b,
                                                                     std::size_t n) {
-  for (std::size_t i = global_thread(); i < n; i += grid_threads()) out[i] = a[i] + b[i];
+  for (std::size_t i = global_thread(); i < n; i += grid_threads()) store(out, i, load(a, i) + load(b, i));
 }
 
-// da += dout, db += dout: 20 bytes per element.
-__global__ void __launch_bounds__(kThreads) residual_backward_kernel(float* da, float* db, const float* dout,
+// da += dout, db += dout: 5a bytes per element.
+__global__ void __launch_bounds__(kThreads) residual_backward_kernel(Elements da, Elements db, ConstElements dout,
                                                                      std::size_t n) {
   for (std::size_t i = global_thread(); i < n; i += grid_threads()) {
-    da[i] += dout[i];
-    db[i] += dout[i];
+    const float grad = load(dout, i);
+    store(da, i, load(da, i) + grad);
+    store(db, i, load(db, i) + grad);
   }
 }
 
 // One block per row n of logits [N,Vp]: max and sum of exp over the first V columns, probs (0 in the
-// padding), loss = log(sum) - (logit[target] - max). Per row: 3 * 4V read, 4Vp written.
+// padding), loss = log(sum) - (logit[target] - max). Per row: 3 * aV read, 4Vp written.
 __global__ void __launch_bounds__(kThreads) softmax_crossentropy_forward_kernel(float* losses, float* probs,
-                                                                                const float* logits,
+                                                                                ConstElements logits,
                                                                                 const std::int32_t* targets, int V,
                                                                                 int Vp) {
   const std::size_t row = blockIdx.x;
-  const float* z = logits + row * Vp;
+  const std::size_t first = row * Vp;
   float local_max = -INFINITY;
-  for (int v = threadIdx.x; v < V; v += kThreads) local_max = fmaxf(local_max, z[v]);
+  for (int v = threadIdx.x; v < V; v += kThreads) local_max = fmaxf(local_max, load(logits, first + v));
   const float max_logit = block_reduce(local_max, Max{}, -INFINITY);
   float local_sum = 0;
-  for (int v = threadIdx.x; v < V; v += kThreads) local_sum += expf(z[v] - max_logit);
+  for (int v = threadIdx.x; v < V; v += kThreads) local_sum += expf(load(logits, first + v) - max_logit);
   const float total = block_reduce(local_sum, Sum{}, 0.0f);
-  float* p = probs + row * Vp;
-  for (int v = threadIdx.x; v < Vp; v += kThreads) p[v] = v < V ? expf(z[v] - max_logit) / total : 0.0f;
-  if (threadIdx.x == 0) losses[row] = logf(total) - (z[targets[row]] - max_logit);
+  float* p = probs + first;
+  for (int v = threadIdx.x; v < Vp; v += kThreads)
+    p[v] = v < V ? expf(load(logits, first + v) - max_logit) / total : 0.0f;
+  if (threadIdx.x == 0) losses[row] = logf(total) - (load(logits, first + targets[row]) - max_logit);
 }
 
 // dlogits[n,v] += dlosses[n] * (probs[n,v] - [v == target]) for v < V; the padding is left alone.
-// 12 bytes per element.
-__global__ void __launch_bounds__(kThreads) softmax_crossentropy_backward_kernel(float* dlogits, const float* dlosses,
+// 4 + 2a bytes per element.
+__global__ void __launch_bounds__(kThreads) softmax_crossentropy_backward_kernel(Elements dlogits, const float* dlosses,
                                                                                  const float* probs,
                                                                                  const std::int32_t* targets, int V,
                                                                                  int Vp, std::size_t n) {
@@ -284,7 +323,7 @@ __global__ void __launch_bounds__(kThreads) softmax_crossentropy_backward_kernel
     const int v = static_cast<int>(i % Vp);
     if (v >= V) continue;
     const float indicator = v == targets[row] ? 1.0f : 0.0f;
-    dlogits[i] += dlosses[row] * (probs[i] - indicator);
+    store(dlogits, i, load(dlogits, i) + dlosses[row] * (probs[i] - indicator));
   }
 }
 
@@ -308,8 +347,8 @@ __global__ void __launch_bounds__(kThreads) sum_of_squares_kernel(double* partia
   if (threadIdx.x == 0) partials[blockIdx.x] = block_sum;
 }
 
-// heads [B,NH,T,hs] = operand(rows[b*T+t, h*hs+d]): 4 + 2 or 4 + 4 bytes per element.
-__global__ void __launch_bounds__(kThreads) rows_to_heads_kernel(void* heads, const float* rows, int row_stride,
+// heads [B,NH,T,hs] = operand(rows[b*T+t, h*hs+d]): a + 2 or a + 4 bytes per element.
+__global__ void __launch_bounds__(kThreads) rows_to_heads_kernel(void* heads, ConstElements rows, int row_stride,
                                                                  int T, int NH, int hs, std::size_t n,
                                                                  num::Format format) {
   for (std::size_t i = global_thread(); i < n; i += grid_threads()) {
@@ -317,13 +356,13 @@ __global__ void __launch_bounds__(kThreads) rows_to_heads_kernel(void* heads, co
     const std::size_t t = i / hs % T;
     const int h = static_cast<int>(i / (std::size_t(hs) * T) % NH);
     const std::size_t b = i / (std::size_t(hs) * T * NH);
-    store_operand(heads, i, rows[(b * T + t) * row_stride + h * hs + d], format);
+    store_operand(heads, i, load(rows, (b * T + t) * row_stride + h * hs + d), format);
   }
 }
 
 // rows[b*T+t, h*hs+d] = (or +=) heads [B,NH,T,hs] (floats or 16-bit codes of `format`): 2 or 4
-// bytes read per element, 4 written (and 4 more read when accumulating).
-__global__ void __launch_bounds__(kThreads) heads_to_rows_kernel(float* rows, const void* heads, int row_stride,
+// bytes read per element, a written (and a more read when accumulating).
+__global__ void __launch_bounds__(kThreads) heads_to_rows_kernel(Elements rows, const void* heads, int row_stride,
                                                                  int T, int NH, int hs, std::size_t n,
                                                                  num::Format format, bool accumulate) {
   for (std::size_t i = global_thread(); i < n; i += grid_threads()) {
@@ -331,9 +370,9 @@ __global__ void __launch_bounds__(kThreads) heads_to_rows_kernel(float* rows, co
     const std::size_t t = i / hs % T;
     const int h = static_cast<int>(i / (std::size_t(hs) * T) % NH);
     const std::size_t b = i / (std::size_t(hs) * T * NH);
-    float& out = rows[(b * T + t) * row_stride + h * hs + d];
+    const std::size_t out = (b * T + t) * row_stride + h * hs + d;
     const float value = load_operand(heads, i, format);
-    out = accumulate ? out + value : value;
+    store(rows, out, accumulate ? load(rows, out) + value : value);
   }
 }
 
@@ -407,10 +446,10 @@ std::optional<std::string> kernel_image_problem() {
   return std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status) + ")";
 }
 
-void convert_operands(const Launch& launch, void* out, const float* in, std::size_t n, num::Format format) {
+void convert_operands(const Launch& launch, void* out, ConstTensor<float> in, std::size_t n, num::Format format) {
   require_operand_format(format);
   if (n == 0) return;
-  convert_operands_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(out, in, n, format);
+  convert_operands_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(out, elements(in), n, format);
   cuda::check_launch("convert_operands_kernel");
 }
 
@@ -420,97 +459,109 @@ void round_values(const Launch& launch, float* x, std::size_t n, num::Format for
   cuda::check_launch("round_kernel");
 }
 
-void add_bias_and_round(const Launch& launch, float* out, const float* bias, int N, int OC, num::Format format) {
+void add_bias_and_round(const Launch& launch, Tensor<float> out, const float* result, const float* bias, int N, int OC,
+                        num::Format format) {
   const std::size_t n = std::size_t(N) * OC;
   if (n == 0) return;
-  bias_round_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(out, bias, N, OC, format);
+  bias_round_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(elements(out), result, bias, N, OC, format);
   cuda::check_launch("bias_round_kernel");
 }
 
-void add_rounded(const Launch& launch, float* acc, const float* x, std::size_t n, num::Format format) {
+void add_rounded(const Launch& launch, Tensor<float> acc, const float* x, std::size_t n, num::Format format) {
   if (n == 0) return;
-  add_rounded_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(acc, x, n, format);
+  add_rounded_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(elements(acc), x, n, format);
   cuda::check_launch("add_rounded_kernel");
 }
 
-void add_column_sums(const Launch& launch, float* dbias, const float* dout, int N, int OC, num::Format format) {
+void add_column_sums(const Launch& launch, float* dbias, ConstTensor<float> dout, int N, int OC, num::Format format) {
   if (N <= 0 || OC <= 0) return;
-  column_sums_kernel<<<column_tiles(OC), dim3(kTile, kTile), 0, launch.stream>>>(dbias, dout, N, OC, format);
+  column_sums_kernel<<<column_tiles(OC), dim3(kTile, kTile), 0, launch.stream>>>(dbias, elements(dout), N, OC,
+                                                                                 format);
   cuda::check_launch("column_sums_kernel");
 }
 
-void encoder_forward(const Launch& launch, float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
-                     int B, int T, int C) {
+void encoder_forward(const Launch& launch, Tensor<float> out, const std::int32_t* tokens, const float* wte,
+                     const float* wpe, int B, int T, int C) {
   const std::size_t n = std::size_t(B) * T * C;
   if (n == 0) return;
-  encoder_forward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(out, tokens, wte, wpe, T, C, n);
+  encoder_forward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(elements(out), tokens, wte, wpe, T, C,
+                                                                              n);
   cuda::check_launch("encoder_forward_kernel");
 }
 
-void encoder_backward(const Launch& launch, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
-                      int B, int T, int C) {
+void encoder_backward(const Launch& launch, float* dwte, float* dwpe, ConstTensor<float> dout,
+                      const std::int32_t* tokens, int B, int T, int C) {
   const std::size_t n = std::size_t(B) * T * C;
   if (n == 0) return;
-  encoder_backward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(dwte, dwpe, dout, tokens, T, C, n);
+  encoder_backward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(dwte, dwpe, elements(dout), tokens, T,
+                                                                               C, n);
   cuda::check_launch("encoder_backward_kernel");
 }
 
-void layernorm_forward(const Launch& launch, float* out, float* mean, float* rstd, const float* inp,
+void layernorm_forward(const Launch& launch, Tensor<float> out, float* mean, float* rstd, ConstTensor<float> inp,
                        const float* weight, const float* bias, int N, int C) {
   if (N <= 0 || C <= 0) return;
-  layernorm_forward_kernel<<<warp_rows_grid(N), kThreads, 0, launch.stream>>>(out, mean, rstd, inp, weight, bias,
-                                                                              N, C);
+  layernorm_forward_kernel<<<warp_rows_grid(N), kThreads, 0, launch.stream>>>(elements(out), mean, rstd, elements(inp),
+                                                                              weight, bias, N, C);
   cuda::check_launch("layernorm_forward_kernel");
 }
 
-void layernorm_backward(const Launch& launch, float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean, const float* rstd, int N, int C) {
+void layernorm_backward(const Launch& launch, Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
+                        ConstTensor<float> inp, const float* weight, const float* mean, const float* rstd, int N,
+                        int C) {
   if (N <= 0 || C <= 0) return;
-  layernorm_backward_input_kernel<<<warp_rows_grid(N), kThreads, 0, launch.stream>>>(dinp, dout, inp, weight, mean,
-                                                                                     rstd, N, C);
+  layernorm_backward_input_kernel<<<warp_rows_grid(N), kThreads, 0, launch.stream>>>(
+      elements(dinp), elements(dout), elements(inp), weight, mean, rstd, N, C);
   cuda::check_launch("layernorm_backward_input_kernel");
   layernorm_backward_params_kernel<<<column_tiles(C), dim3(kTile, kTile), 0, launch.stream>>>(
-      dweight, dbias, dout, inp, mean, rstd, N, C);
+      dweight, dbias, elements(dout), elements(inp), mean, rstd, N, C);
   cuda::check_launch("layernorm_backward_params_kernel");
 }
 
-void gelu_forward(const Launch& launch, float* out, const float* inp, std::size_t n) {
+void gelu_forward(const Launch& launch, Tensor<float> out, ConstTensor<float> inp, std::size_t n) {
   if (n == 0) return;
-  gelu_forward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(out, inp, n);
+  gelu_forward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(elements(out), elements(inp), n);
   cuda::check_launch("gelu_forward_kernel");
 }
 
-void gelu_backward(const Launch& launch, float* dinp, const float* dout, const float* inp, std::size_t n) {
+void gelu_backward(const Launch& launch, Tensor<float> dinp, ConstTensor<float> dout, ConstTensor<float> inp,
+                   std::size_t n) {
   if (n == 0) return;
-  gelu_backward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(dinp, dout, inp, n);
+  gelu_backward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(elements(dinp), elements(dout),
+                                                                            elements(inp), n);
   cuda::check_launch("gelu_backward_kernel");
 }
 
-void residual_forward(const Launch& launch, float* out, const float* a, const float* b, std::size_t n) {
+void residual_forward(const Launch& launch, Tensor<float> out, ConstTensor<float> a, ConstTensor<float> b,
+                      std::size_t n) {
   if (n == 0) return;
-  residual_forward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(out, a, b, n);
+  residual_forward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(elements(out), elements(a), elements(b),
+                                                                               n);
   cuda::check_launch("residual_forward_kernel");
 }
 
-void residual_backward(const Launch& launch, float* da, float* db, const float* dout, std::size_t n) {
+void residual_backward(const Launch& launch, Tensor<float> da, Tensor<float> db, ConstTensor<float> dout,
+                       std::size_t n) {
   if (n == 0) return;
-  residual_backward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(da, db, dout, n);
+  residual_backward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(elements(da), elements(db),
+                                                                                elements(dout), n);
   cuda::check_launch("residual_backward_kernel");
 }
 
-void softmax_crossentropy_forward(const Launch& launch, float* losses, float* probs, const float* logits,
+void softmax_crossentropy_forward(const Launch& launch, float* losses, float* probs, ConstTensor<float> logits,
                                   const std::int32_t* targets, int N, int V, int Vp) {
   if (N <= 0) return;
-  softmax_crossentropy_forward_kernel<<<N, kThreads, 0, launch.stream>>>(losses, probs, logits, targets, V, Vp);
+  softmax_crossentropy_forward_kernel<<<N, kThreads, 0, launch.stream>>>(losses, probs, elements(logits), targets, V,
+                                                                         Vp);
   cuda::check_launch("softmax_crossentropy_forward_kernel");
 }
 
-void softmax_crossentropy_backward(const Launch& launch, float* dlogits, const float* dlosses, const float* probs,
-                                   const std::int32_t* targets, int N, int V, int Vp) {
+void softmax_crossentropy_backward(const Launch& launch, Tensor<float> dlogits, const float* dlosses,
+                                   const float* probs, const std::int32_t* targets, int N, int V, int Vp) {
   const std::size_t n = std::size_t(N) * Vp;
   if (n == 0) return;
-  softmax_crossentropy_backward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(dlogits, dlosses, probs,
-                                                                                            targets, V, Vp, n);
+  softmax_crossentropy_backward_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(
+      elements(dlogits), dlosses, probs, targets, V, Vp, n);
   cuda::check_launch("softmax_crossentropy_backward_kernel");
 }
 
@@ -529,22 +580,22 @@ unsigned sum_of_squares(const Launch& launch, double* partials, const float* x, 
   return blocks;
 }
 
-void rows_to_heads(const Launch& launch, void* heads, const float* rows, int row_stride, int B, int T, int NH, int hs,
-                   num::Format format) {
+void rows_to_heads(const Launch& launch, void* heads, ConstTensor<float> rows, int row_stride, int B, int T, int NH,
+                   int hs, num::Format format) {
   require_operand_format(format);
   const std::size_t n = std::size_t(B) * NH * T * hs;
   if (n == 0) return;
-  rows_to_heads_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(heads, rows, row_stride, T, NH, hs, n,
-                                                                            format);
+  rows_to_heads_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(heads, elements(rows), row_stride, T, NH,
+                                                                            hs, n, format);
   cuda::check_launch("rows_to_heads_kernel");
 }
 
-void heads_to_rows(const Launch& launch, float* rows, const void* heads, num::Format format, int row_stride, int B,
-                   int T, int NH, int hs, bool accumulate) {
+void heads_to_rows(const Launch& launch, Tensor<float> rows, const void* heads, num::Format format, int row_stride,
+                   int B, int T, int NH, int hs, bool accumulate) {
   const std::size_t n = std::size_t(B) * NH * T * hs;
   if (n == 0) return;
-  heads_to_rows_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(rows, heads, row_stride, T, NH, hs, n,
-                                                                            format, accumulate);
+  heads_to_rows_kernel<<<grid_for(launch, n), kThreads, 0, launch.stream>>>(elements(rows), heads, row_stride, T, NH,
+                                                                            hs, n, format, accumulate);
   cuda::check_launch("heads_to_rows_kernel");
 }
 

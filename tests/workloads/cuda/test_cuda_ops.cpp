@@ -532,12 +532,15 @@ struct ModeCase {
   double gradient_tolerance;  // of each tensor's gradient norm
 };
 
-// One forward and backward of the tiny model on `gpu` and on `ref`, compared as described above.
+// One forward and backward of the tiny model on `gpu` (its activations held as `storage` says) and
+// on `ref`, compared as described above.
 void expect_model_matches_reference(CudaTransformerOps& gpu, ReferenceOps<float>& ref, const ModeCase& mode,
-                                    std::uint64_t seed, AttentionKernels attention = AttentionKernels::unfused) {
+                                    std::uint64_t seed, AttentionKernels attention = AttentionKernels::unfused,
+                                    ActivationStorage storage = ActivationStorage::half) {
   const GptConfig config = config_by_name("tiny");
   const int B = 2, T = 7;
-  Gpt2Model<float> reference(config, B, T, ref, mode.mode), model(config, B, T, gpu, mode.mode, attention);
+  Gpt2Model<float> reference(config, B, T, ref, mode.mode), model(config, B, T, gpu, mode.mode, attention, storage);
+  EXPECT_EQ(model.activation_storage(), activation_storage_for(storage, true, mode.mode));
   reference.init(seed);
   // Move every parameter off GPT-2's special starting values (zero biases, unit norms); the padded
   // vocabulary rows stay 0.
@@ -593,6 +596,23 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaModelModes,
                          ::testing::Values(ModeCase{amp::Mode::fp32, 1e-5, 1e-4},
                                            ModeCase{amp::Mode::tf32, 2e-3, 2e-2},
                                            ModeCase{amp::Mode::amp_fp16, 2e-3, 2e-2},
+                                           ModeCase{amp::Mode::amp_bf16, 1e-2, 5e-2},
+                                           ModeCase{amp::Mode::bf16, 1e-2, 5e-2}),
+                         mode_case_name);
+
+// The emulation (fp32 buffers rounded after each op) against the same reference: the half-storage
+// kernels above and the rounding passes here must both give the reference's numbers.
+class CudaEmulatedModelModes : public CudaOpsTest, public ::testing::WithParamInterface<ModeCase> {};
+
+TEST_P(CudaEmulatedModelModes, LossAndGradientsMatchTheReferenceModel) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const ModeCase mode = GetParam();
+  if (const auto why = gpu_->unsupported(gemm_precision(mode.mode))) GTEST_SKIP() << *why;
+  expect_model_matches_reference(*gpu_, ref_, mode, seed_, AttentionKernels::unfused, ActivationStorage::emulated);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CudaEmulatedModelModes,
+                         ::testing::Values(ModeCase{amp::Mode::amp_fp16, 2e-3, 2e-2},
                                            ModeCase{amp::Mode::amp_bf16, 1e-2, 5e-2},
                                            ModeCase{amp::Mode::bf16, 1e-2, 5e-2}),
                          mode_case_name);
