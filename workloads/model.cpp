@@ -278,7 +278,7 @@ void Gpt2Model<Real>::init(std::uint64_t seed) {
 template <typename Real>
 void Gpt2Model<Real>::configure_ops() {
   ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(amp::OpCategory::matmul).output});
-  ops_.set_attention(attention_);
+  ops_.set_attention(attention_, config_.head_size());
 }
 
 template <typename Real>

@@ -206,17 +206,19 @@ class TransformerOps : public virtual OpsMemory {
   // them; empty where the ops do not know (the reference's loops, oneDNN).
   virtual std::vector<GemmAlgorithm> gemm_algorithms() const { return {}; }
 
-  // Why these ops cannot run attention with `kernels` when the GEMMs run in `precision`, or
-  // nothing when they can. Only the CUDA ops have fused attention.
-  virtual std::optional<std::string> attention_unsupported(AttentionKernels kernels, GemmPrecision /*precision*/) const {
+  // Why these ops cannot run attention with `kernels` when the GEMMs run in `precision` on heads of
+  // `head_size` channels, or nothing when they can. Only the CUDA ops have fused attention.
+  virtual std::optional<std::string> attention_unsupported(AttentionKernels kernels, GemmPrecision /*precision*/,
+                                                           int /*head_size*/) const {
     if (kernels == AttentionKernels::unfused) return std::nullopt;
     return "fused attention is cuDNN's scaled-dot-product attention: only the CUDA backend has it";
   }
-  // The attention kernels from now on (unfused until set); the `att` buffers given to the
-  // attention ops must hold attention_saved_elements of them. UsageError when the ops have no such
-  // kernels at all (asked for bf16, which every fused attention takes).
-  void set_attention(AttentionKernels kernels) {
-    if (const auto reason = attention_unsupported(kernels, GemmPrecision::bf16)) throw UsageError(*reason);
+  // The attention kernels from now on (unfused until set), for heads of `head_size` channels; the
+  // `att` buffers given to the attention ops must hold attention_saved_elements of them. UsageError
+  // when the ops have no such kernels for that head size at all (asked for bf16, which every fused
+  // attention takes).
+  void set_attention(AttentionKernels kernels, int head_size) {
+    if (const auto reason = attention_unsupported(kernels, GemmPrecision::bf16, head_size)) throw UsageError(*reason);
     attention_ = kernels;
   }
   AttentionKernels attention() const { return attention_; }

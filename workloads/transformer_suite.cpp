@@ -90,7 +90,7 @@ struct AttentionChoice {
 // fused kernels take fp16/bf16 operands), unfused elsewhere.
 AttentionChoice choose_attention(const TransformerPlan& plan, const TransformerOps<float>& ops, amp::Mode mode) {
   if (plan.attention) return {*plan.attention, ""};
-  if (const auto reason = ops.attention_unsupported(AttentionKernels::fused, gemm_precision(mode)))
+  if (const auto reason = ops.attention_unsupported(AttentionKernels::fused, gemm_precision(mode), plan.config.head_size()))
     return {AttentionKernels::unfused, "--attention auto runs unfused attention here: " + *reason};
   return {AttentionKernels::fused, ""};
 }
@@ -583,7 +583,8 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
         activation_storage_for(plan.train.activation_storage, ops.has_half_storage(), mode));
     if (!attention.note.empty()) c.details["attention_note"] = attention.note;
     std::optional<std::string> unsupported = unsupported_mode(ops, mode);
-    if (!unsupported) unsupported = ops.attention_unsupported(attention.kernels, gemm_precision(mode));
+    if (!unsupported)
+      unsupported = ops.attention_unsupported(attention.kernels, gemm_precision(mode), plan.config.head_size());
     if (const auto& reason = unsupported) {
       c.status = CaseStatus::skipped;
       c.message = *reason;

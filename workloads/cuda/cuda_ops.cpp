@@ -315,7 +315,8 @@ std::optional<std::string> CudaTransformerOps::unsupported(GemmPrecision precisi
   return "unknown GEMM precision";
 }
 
-std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKernels kernels, GemmPrecision precision) const {
+std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKernels kernels, GemmPrecision precision,
+                                                                     int head_size) const {
   if (kernels == AttentionKernels::unfused) return std::nullopt;
   // What the precision rules out first: it needs no cuDNN to say.
   if (precision != GemmPrecision::fp16 && precision != GemmPrecision::bf16)
@@ -324,6 +325,11 @@ std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKe
   if (compute_major_ < 8)
     return fmt::format("cuDNN's fused attention needs compute capability 8.0 or newer; {} is {}.{}", device_name_,
                        compute_major_, compute_minor_);
+  const int largest_head = compute_major_ >= 9 ? 256 : 128;  // cuDNN's SDPA backward, its support matrix
+  if (head_size % 8 != 0 || head_size > largest_head)
+    return fmt::format("cuDNN's fused attention trains heads of a multiple of 8 channels up to {} on {} (compute "
+                       "capability {}.{}); this model's heads have {}",
+                       largest_head, device_name_, compute_major_, compute_minor_, head_size);
   return fused_attention_unavailable();
 }
 
