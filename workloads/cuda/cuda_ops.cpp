@@ -499,25 +499,36 @@ void CudaTransformerOps::layernorm_backward(Tensor<float> dinp, float* dweight, 
 // Row-major out [N,OC] = inp [N,C] weight [OC,C]^T is column-major out^T (OC x N) = weight^T^T inp^T:
 // A = weight, stored as the column-major C x OC matrix weight^T and read transposed; B = inp, stored
 // as the column-major C x N matrix inp^T.
-// A half out gets the GEMM's fp32 result through a buffer, rounded into it with the bias.
+// A half out gets the GEMM's fp32 result through a buffer, rounded into it with the bias, a block of
+// rows at a time: the buffer stays within limit_half_output_buffer's bytes (the logits of gpt2-124m
+// at B=8 would need 1.5 GiB of floats in one piece).
 void CudaTransformerOps::matmul_forward(Tensor<float> out, ConstTensor<float> inp, const float* weight,
                                         const float* bias, int N, int C, int OC) {
   if (N <= 0 || OC <= 0) return;
   activate();
   const void* x = gemm_operand(inp, std::size_t(N) * C, kOperandA);
   const void* w = gemm_operand(weight, std::size_t(OC) * C, kOperandB);
-  GemmCall call;
-  call.name = "matmul forward (inp weight^T)";
-  call.transpose_a = true;
-  call.m = OC, call.n = N, call.k = C;
-  call.a = w, call.lda = C;
-  call.b = x, call.ldb = C;
-  call.d = out.is_real() ? out.real("matmul_forward")
-                         : static_cast<float*>(scratch(kGemmResult, std::size_t(N) * OC * sizeof(float)));
-  call.ldd = OC;
-  gemm(call);
-  if (bias != nullptr || precision_.output != num::Format::fp32 || !out.is_real())
-    cuda_kernels::add_bias_and_round(launch_, out, call.d, bias, N, OC, precision_.output);
+  const std::size_t x_row_bytes = std::size_t(C) * cuda_kernels::operand_bytes(input_format());
+  // Blocks of a multiple of 128 rows keep every block's operand 256-byte aligned.
+  const int rows = out.is_real() ? N
+                                 : std::max<int>(128, static_cast<int>(half_output_buffer_bytes_ /
+                                                                       (std::size_t(OC) * sizeof(float)) / 128 * 128));
+  for (int first = 0; first < N; first += rows) {
+    const int n = std::min(rows, N - first);
+    GemmCall call;
+    call.name = "matmul forward (inp weight^T)";
+    call.transpose_a = true;
+    call.m = OC, call.n = n, call.k = C;
+    call.a = w, call.lda = C;
+    call.b = static_cast<const std::byte*>(x) + first * x_row_bytes, call.ldb = C;
+    call.d = out.is_real() ? out.real("matmul_forward")
+                           : static_cast<float*>(scratch(kGemmResult, std::size_t(n) * OC * sizeof(float)));
+    call.ldd = OC;
+    gemm(call);
+    if (bias != nullptr || precision_.output != num::Format::fp32 || !out.is_real())
+      cuda_kernels::add_bias_and_round(launch_, out.at(std::size_t(first) * OC), call.d, bias, n, OC,
+                                       precision_.output);
+  }
 }
 
 // dinp [N,C] += dout [N,OC] weight [OC,C]: column-major dinp^T (C x N) = weight^T (C x OC, as stored)

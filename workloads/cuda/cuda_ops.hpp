@@ -48,6 +48,10 @@ class CudaTransformerOps final : public TransformerOps<float> {
   void set_tensor_core_policy(TensorCorePolicy policy) { tensor_core_policy_ = policy; }
   TensorCorePolicy tensor_core_policy() const { return tensor_core_policy_; }
 
+  // The most a GEMM writing a half activation holds of its fp32 result at once (256 MiB unless
+  // set; it then runs in blocks of a multiple of 128 rows): tests lower it to exercise the blocks.
+  void limit_half_output_buffer(std::size_t bytes) { half_output_buffer_bytes_ = bytes; }
+
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override;
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
   void fill_zero(void* p, std::size_t bytes) override;
@@ -166,6 +170,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
   cuda_kernels::Launch launch_;
   MatmulPrecision precision_;
   TensorCorePolicy tensor_core_policy_ = TensorCorePolicy::on;
+  std::size_t half_output_buffer_bytes_ = std::size_t{256} << 20;
   std::vector<std::string> op_ranges_;  // the open begin_op ranges, innermost last
   std::unique_ptr<GemmPlans> plans_;
   std::unique_ptr<FusedAttention> fused_;

@@ -411,6 +411,63 @@ TEST_P(CudaOpsPrecision, MatmulForwardAndBackward) {
   }
 }
 
+// Half activations: inp and dout as fp16/bf16 codes read in place by the GEMMs, out written in
+// blocks of 128 rows through the fp32 buffer (the buffer limited to force three blocks), dinp
+// added into in its storage. Against the reference on the decoded values, as above.
+TEST_P(CudaOpsPrecision, MatmulOnHalfActivationsInBlocks) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const GemmPrecision precision = GetParam();
+  const num::Format format = input();
+  const Storage storage = half_storage(format);
+  if (storage == Storage::real) GTEST_SKIP() << "half storage is for fp16 and bf16 GEMMs";
+  const int N = 300, C = 40, OC = 24;
+  const auto rounded = [&](std::vector<float> v) {
+    for (float& x : v) x = round_to_format(x, format);
+    return v;
+  };
+  const auto codes = [&](const std::vector<float>& v) {
+    std::vector<std::uint16_t> c(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) store(Tensor<float>(c.data(), storage), i, v[i]);
+    return c;
+  };
+  const auto values = [&](const std::vector<std::uint16_t>& c) {
+    std::vector<float> v(c.size());
+    for (std::size_t i = 0; i < c.size(); ++i) v[i] = load<float>(ConstTensor<float>(c.data(), storage), i);
+    return v;
+  };
+  const auto inp = rounded(random_floats(N * C, seed_)), dout = rounded(random_floats(N * OC, seed_ + 1));
+  const auto dinp0 = rounded(random_floats(N * C, seed_ + 2));
+  const auto weight = random_floats(OC * C, seed_ + 3), bias = random_floats(OC, seed_ + 4);
+  const MatmulPrecision mp{precision, format};
+  ref_.set_matmul_precision(mp);
+  gpu_->set_matmul_precision(mp);
+  gpu_->limit_half_output_buffer(128 * OC * sizeof(float));
+  std::vector<float> out(N * OC), dinp = dinp0, dweight(OC * C), dbias(OC);
+  ref_.matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), N, C, OC);
+  ref_.matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(), N, C, OC);
+  for (float& x : dinp) x = round_to_format(x, format);  // the sum, stored in the half type
+
+  OpsArray<std::uint16_t> g_inp = on_gpu(codes(inp)), g_dout = on_gpu(codes(dout)), g_dinp = on_gpu(codes(dinp0));
+  OpsArray<std::uint16_t> g_out(*gpu_, out.size());
+  OpsArray<float> g_weight = on_gpu(weight), g_bias = on_gpu(bias), g_dweight(*gpu_, dweight.size()),
+                  g_dbias(*gpu_, dbias.size());
+  gpu_->matmul_forward(Tensor<float>(g_out.data(), storage), ConstTensor<float>(g_inp.data(), storage),
+                       g_weight.data(), g_bias.data(), N, C, OC);
+  gpu_->matmul_backward(Tensor<float>(g_dinp.data(), storage), g_dweight.data(), g_dbias.data(),
+                        ConstTensor<float>(g_dout.data(), storage), ConstTensor<float>(g_inp.data(), storage),
+                        g_weight.data(), N, C, OC);
+  // A GEMM's accumulation error, then a flip of the half type at the size of the value.
+  const auto bound = [&](const std::vector<float>& ref, int K) {
+    return [&ref, &format, precision, K](std::size_t i) {
+      return gemm_tolerance(precision, K) * (std::abs(ref[i]) + 1.0) * K + 2 * ulp(1.001 * ref[i], format);
+    };
+  };
+  expect_within(values(g_out.download()), out, bound(out, C), "out");
+  expect_within(values(g_dinp.download()), dinp, bound(dinp, OC), "dinp");
+  expect_within(g_dweight.download(), dweight, bound(dweight, N), "dweight");
+  expect_within(g_dbias.download(), dbias, bound(dbias, N), "dbias");
+}
+
 TEST_P(CudaOpsPrecision, AttentionForwardAndBackward) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const int B = 2, T = 9, NH = 3, hs = 5, C = NH * hs;
@@ -616,6 +673,56 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaEmulatedModelModes,
                                            ModeCase{amp::Mode::amp_bf16, 1e-2, 5e-2},
                                            ModeCase{amp::Mode::bf16, 1e-2, 5e-2}),
                          mode_case_name);
+
+// On the GPU too, half storage computes what the emulation computes: the same kernels and GEMM
+// plans on the same values (the tiny model's GEMMs fit in one block), so the same bits, except in
+// the embedding gradients, which encoder_backward sums with atomics in no fixed order.
+class CudaHalfStorageModes : public CudaOpsTest, public ::testing::WithParamInterface<amp::Mode> {};
+
+TEST_P(CudaHalfStorageModes, ComputesExactlyWhatTheEmulationComputes) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const amp::Mode mode = GetParam();
+  if (const auto why = gpu_->unsupported(gemm_precision(mode))) GTEST_SKIP() << *why;
+  const GptConfig config = config_by_name("tiny");
+  const int B = 2, T = 7;
+  Gpt2Model<float> half(config, B, T, *gpu_, mode, AttentionKernels::unfused, ActivationStorage::half);
+  Gpt2Model<float> emulated(config, B, T, *gpu_, mode, AttentionKernels::unfused, ActivationStorage::emulated);
+  ASSERT_EQ(half.activation_storage(), ActivationStorage::half);
+  half.init(seed_);
+  emulated.upload_params(half.download_params());
+  const auto inputs = random_tokens(B * T, config.vocab, seed_ + 2);
+  const auto targets = random_tokens(B * T, config.vocab, seed_ + 3);
+  half.zero_grad();
+  emulated.zero_grad();
+  EXPECT_EQ(half.forward(inputs.data(), targets.data()), emulated.forward(inputs.data(), targets.data()));
+  EXPECT_EQ(half.download_probs(), emulated.download_probs());
+  half.backward();
+  emulated.backward();
+  const std::vector<float> half_grads = half.download_grads(), emulated_grads = emulated.download_grads();
+  for (const ParameterTensor& tensor : half.tensors()) {
+    double difference = 0, norm = 0;
+    std::size_t different = 0;
+    for (std::size_t i = tensor.offset; i < tensor.offset + tensor.size; ++i) {
+      difference += (double(half_grads[i]) - emulated_grads[i]) * (double(half_grads[i]) - emulated_grads[i]);
+      norm += double(emulated_grads[i]) * emulated_grads[i];
+      different += half_grads[i] != emulated_grads[i] ? 1 : 0;
+    }
+    if (tensor.name == "wte.weight" || tensor.name == "wpe.weight") {
+      EXPECT_LE(std::sqrt(difference), 1e-5 * std::sqrt(norm)) << tensor.name;
+    } else {
+      EXPECT_EQ(different, 0u) << tensor.name << ": elements that differ, relative difference "
+                               << std::sqrt(difference / std::max(norm, 1e-300));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CudaHalfStorageModes,
+                         ::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16),
+                         [](const auto& info) {
+                           std::string name(amp::mode_name(info.param));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 // With cuDNN's fused attention the model departs from the reference (which keeps the unfused
 // arithmetic) by the fused kernels' own rounding of the probabilities and of their gradient: the
