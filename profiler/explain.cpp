@@ -359,6 +359,35 @@ void attention_kernels_rule(const CaseResult& c, const CaseResult& base, const C
                         evidence));
 }
 
+std::string mib(double bytes) { return fmt::format("{:.0f} MiB", bytes / 1048576.0); }
+
+// What the mode's peak memory is against the baseline's (details.memory of a transformer case), and
+// where its fp16/bf16 activations were emulated in fp32 buffers, that they saved nothing there.
+void memory_rule(const CaseResult& c, const CaseResult& base, std::vector<Finding>& out) {
+  const auto peak = number_at(c.details, {"memory", "allocated_peak_bytes"});
+  const auto base_peak = number_at(base.details, {"memory", "allocated_peak_bytes"});
+  if (!peak || !base_peak || *base_peak <= 0) return;
+  const auto activations = number_at(c.details, {"memory", "activation_bytes"});
+  const auto base_activations = number_at(base.details, {"memory", "activation_bytes"});
+  const json& storage = member_or_null(c.details["memory"], "activation_storage");
+  const double saved = 1.0 - *peak / *base_peak;
+  json evidence = {{"peak_bytes", *peak}, {"baseline_peak_bytes", *base_peak}, {"saved_fraction", saved}};
+  std::string message = fmt::format("peak memory {} against {} in {}: {} {}", mib(*peak), mib(*base_peak),
+                                    base.precision, saved >= 0 ? "saves" : "costs", pct(std::abs(saved)));
+  if (activations && base_activations) {
+    evidence["activation_bytes"] = *activations;
+    evidence["baseline_activation_bytes"] = *base_activations;
+    message += fmt::format(" (activations {} against {})", mib(*activations), mib(*base_activations));
+  }
+  if (storage.is_string()) {
+    evidence["activation_storage"] = storage;
+    if (storage == "emulated" && c.precision != "fp32" && c.precision != "tf32")
+      message += "; its fp16/bf16 activations were emulated in fp32 buffers (--activation-storage emulated), so "
+                 "they saved nothing: half storage is what shows the memory the mode saves";
+  }
+  out.push_back(finding("memory_saved", "info", message, std::move(evidence)));
+}
+
 // Modes whose GEMMs read tf32, fp16 or bf16, which cuBLASLt runs on Tensor Cores unless told not
 // to; fp32 is pedantic (CUDA cores by design).
 bool gemms_should_use_tensor_cores(const std::string& mode) {
@@ -448,7 +477,10 @@ CaseExplanation explain_case(const ResultDocument& doc, const CaseResult& c, con
     e.decomposition = decompose(fold_gemms(checked_categories(*base)), fold_gemms(mode));
     breakdown_rules(c, mode, e.findings);
   }
-  if (base) attention_kernels_rule(c, *base, e, e.findings);
+  if (base) {
+    attention_kernels_rule(c, *base, e, e.findings);
+    memory_rule(c, *base, e.findings);
+  }
   gemm_algorithms_rule(c, e.findings);
   return e;
 }

@@ -184,6 +184,37 @@ TEST(Explain, AttentionKernelsRuleNeedsBothSidesToDisagree) {
   EXPECT_NE(f->message.find("part of the 2.00x"), std::string::npos) << f->message;
 }
 
+json memory(double peak_mib, double activation_mib, json storage) {
+  json m = {{"allocated_peak_bytes", peak_mib * 1048576}, {"activation_bytes", activation_mib * 1048576}};
+  if (!storage.is_null()) m["activation_storage"] = storage;
+  return {{"memory", m}};
+}
+
+TEST(Explain, MemorySavedAgainstTheBaselineAndEmulatedActivationsSaySo) {
+  // fp32 400 MiB (260 of activations); bf16 300 MiB (150): 25% saved.
+  const auto doc = document(json::array(
+      {case_json("transformer", "t", "cpu", "fp32", 0.100, memory(400, 260, "emulated")),
+       case_json("transformer", "t", "cpu", "bf16", 0.120, memory(300, 150, "half")),
+       case_json("transformer", "t", "cpu", "amp-bf16", 0.120, memory(420, 260, "emulated"))}));
+  const auto e = explain(doc);
+  const auto* bf16 = finding(case_named(e, "transformer/t/cpu/bf16"), "memory_saved");
+  ASSERT_TRUE(bf16);
+  EXPECT_EQ(bf16->severity, "info");
+  EXPECT_NEAR(bf16->evidence["saved_fraction"].get<double>(), 0.25, 1e-12);
+  for (const char* part : {"300 MiB against 400 MiB in fp32", "saves 25.0%", "activations 150 MiB against 260 MiB"})
+    EXPECT_NE(bf16->message.find(part), std::string::npos) << part << ": " << bf16->message;
+  EXPECT_EQ(bf16->message.find("emulated"), std::string::npos) << bf16->message;
+  const auto* amp = finding(case_named(e, "transformer/t/cpu/amp-bf16"), "memory_saved");
+  ASSERT_TRUE(amp);
+  EXPECT_NEAR(amp->evidence["saved_fraction"].get<double>(), -0.05, 1e-12);
+  for (const char* part : {"costs 5.0%", "emulated in fp32 buffers"})
+    EXPECT_NE(amp->message.find(part), std::string::npos) << part << ": " << amp->message;
+  // No memory on either side, or no baseline: nothing to say.
+  const auto bare = explain(document(json::array({case_json("transformer", "t", "cpu", "fp32", 0.1),
+                                                  case_json("transformer", "t", "cpu", "bf16", 0.1, memory(1, 1, nullptr))})));
+  EXPECT_FALSE(finding(case_named(bare, "transformer/t/cpu/bf16"), "memory_saved"));
+}
+
 json algorithm(const std::string& gemm, const std::string& problem, bool batched, bool tensor_cores) {
   return {{"gemm", gemm},
           {"problem", problem},
