@@ -468,6 +468,55 @@ TEST_P(CudaOpsPrecision, MatmulOnHalfActivationsInBlocks) {
   expect_within(g_dbias.download(), dbias, bound(dbias, N), "dbias");
 }
 
+// The unfused attention on fp16/bf16 activations (qkv, out, dout, dqkv in the GEMM input type)
+// against the reference given the same half tensors: the bounds of the test below, plus the
+// storage's own rounding of out and dqkv (a flip of the largest value).
+TEST_P(CudaOpsPrecision, AttentionOnHalfActivations) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const Storage storage = half_storage(input());
+  if (storage == Storage::real) GTEST_SKIP() << "half storage is for fp16 and bf16 GEMMs";
+  const int B = 2, T = 9, NH = 3, hs = 8, C = NH * hs;
+  const MatmulPrecision mp{GetParam(), num::Format::fp32};
+  ref_.set_matmul_precision(mp);
+  gpu_->set_matmul_precision(mp);
+  const auto codes = [&](const std::vector<float>& v) {
+    std::vector<std::uint16_t> c(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) store(Tensor<float>(c.data(), storage), i, v[i]);
+    return c;
+  };
+  const auto values = [&](const std::vector<std::uint16_t>& c) {
+    std::vector<float> v(c.size());
+    for (std::size_t i = 0; i < c.size(); ++i) v[i] = load<float>(ConstTensor<float>(c.data(), storage), i);
+    return v;
+  };
+  const auto qkv = codes(random_floats(B * T * 3 * C, seed_)), dout = codes(random_floats(B * T * C, seed_ + 1));
+  const auto dqkv0 = codes(random_floats(qkv.size(), seed_ + 2));
+  std::vector<std::uint16_t> out(B * T * C), dqkv = dqkv0;
+  std::vector<float> att(B * NH * T * T);
+  const auto half = [&](std::vector<std::uint16_t>& v) { return Tensor<float>(v.data(), storage); };
+  const auto half_in = [&](const std::vector<std::uint16_t>& v) { return ConstTensor<float>(v.data(), storage); };
+  ref_.attention_forward(half(out), att.data(), half_in(qkv), B, T, C, NH);
+  ref_.attention_backward(half(dqkv), half_in(dout), half_in(qkv), att.data(), B, T, C, NH);
+
+  OpsArray<std::uint16_t> g_qkv = on_gpu(qkv), g_dout = on_gpu(dout), g_dqkv = on_gpu(dqkv0), g_out(*gpu_, out.size());
+  OpsArray<float> g_att(*gpu_, att.size()), r_att = on_gpu(att);
+  gpu_->attention_forward(Tensor<float>(g_out.data(), storage), g_att.data(), ConstTensor<float>(g_qkv.data(), storage),
+                          B, T, C, NH);
+  gpu_->attention_backward(Tensor<float>(g_dqkv.data(), storage), ConstTensor<float>(g_dout.data(), storage),
+                           ConstTensor<float>(g_qkv.data(), storage), r_att.data(), B, T, C, NH);
+  expect_close(g_att.download(), att, 1e-6, 1e-5, "att");
+  const std::vector<float> qkv_values = values(qkv), ref_out = values(out), ref_dqkv = values(dqkv);
+  double max_v = 0;
+  for (int row = 0; row < B * T; ++row)
+    for (int c = 0; c < C; ++c) max_v = std::max(max_v, double(std::abs(qkv_values[row * 3 * C + 2 * C + c])));
+  expect_close(values(g_out.download()), ref_out, (T * 1e-5 + 3 * flip()) * max_v, 0, "out");
+  const std::vector<float> initial = values(dqkv0);
+  std::vector<float> added(ref_dqkv.size());
+  for (std::size_t i = 0; i < added.size(); ++i) added[i] = ref_dqkv[i] - initial[i];
+  expect_close(values(g_dqkv.download()), ref_dqkv,
+               (1e-4 + 8 * flip()) * max_abs(added) + 2 * flip() * max_abs(ref_dqkv), 0, "dqkv");
+}
+
 TEST_P(CudaOpsPrecision, AttentionForwardAndBackward) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const int B = 2, T = 9, NH = 3, hs = 5, C = NH * hs;
