@@ -97,9 +97,9 @@ timeout 240 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,am
   --activation-storage emulated --device "$device" --out "$out/result-emulated.json" ||
   fail "mpbench run --suite transformer --activation-storage emulated (exit $?)"
 # Profiling apart, so that a CUPTI failure cannot cost the training results above.
-step "mpbench run --suite transformer $training --precision fp32,amp-bf16 --profile --device $device"
+step "mpbench run --suite transformer $training --precision fp32,amp-bf16,bf16 --profile --device $device"
 # shellcheck disable=SC2086
-timeout 240 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,amp-bf16 --profile --device "$device" \
+timeout 240 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,amp-bf16,bf16 --profile --device "$device" \
   --out "$out/result-profile.json" || fail "mpbench run --suite transformer --profile (exit $?)"
 
 # A small real trace for the profiler's test fixtures; on a GPU also counted (--counters).
