@@ -579,14 +579,24 @@ def peak_memory(case: dict):
     return None
 
 
+def emulated_half_activations(case: dict) -> bool:
+    """A mode with fp16/bf16 activations that held them in fp32 buffers (params.activation_storage)."""
+    return case["precision"] not in ("fp32", "tf32") and case.get("params", {}).get("activation_storage") == "emulated"
+
+
 def plot_peak_memory(m: Machine, config: str, cases: list[dict], count: int) -> Plot | None:
     measured = sorted((c for c in cases if peak_memory(c)), key=lambda c: c["precision"])
     if not measured:
         return None
+    caption = "Peak device memory of a training step per precision mode."
+    emulated = [c for c in measured if emulated_half_activations(c)]
+    if emulated:
+        caption += (" Modes marked 'emulated' held their fp16/bf16 activations in fp32 buffers "
+                    "(--activation-storage emulated): their bars do not show the memory half storage saves.")
     plot, (ax,) = new_plot(f"transformer-memory-{config_suffix(m, config, count)}",
-                           f"Peak memory per mode — {config} — {m.device}",
-                           "Peak device memory of a training step per precision mode.", m.stamp())
-    ax.bar([c["precision"] for c in measured], [peak_memory(c) / 2**30 for c in measured], color="tab:purple")
+                           f"Peak memory per mode — {config} — {m.device}", caption, m.stamp())
+    labels = [f"{c['precision']}\nemulated" if emulated_half_activations(c) else c["precision"] for c in measured]
+    ax.bar(labels, [peak_memory(c) / 2**30 for c in measured], color="tab:purple")
     for c in measured:
         plot.add("peak memory", c["precision"], peak_memory(c), case_label(c))
     finish(plot, ax, "mode", "GiB", legend=None)

@@ -161,6 +161,22 @@ def test_transformer_speedup_says_when_modes_ran_different_attention(report, wri
     assert "compares precisions alone" not in (same / "index.html").read_text()
 
 
+def test_peak_memory_marks_modes_whose_half_activations_were_emulated(report, write_document, tmp_path):
+    cases = transformer_cases(10000.0)
+    for c in cases:
+        c["params"]["activation_storage"] = "emulated"
+    out = tmp_path / "out"
+    assert run_report(report, [write_document("emulated.json", document(cases)), "-o", out]) == 0
+    svg = next(out.glob("transformer-memory-*.svg")).read_text()
+    assert "emulated" in svg
+    assert "--activation-storage emulated" in (out / "index.html").read_text()
+    for c in cases:
+        c["params"]["activation_storage"] = "emulated" if c["precision"] == "fp32" else "half"
+    half = tmp_path / "half"
+    assert run_report(report, [write_document("half.json", document(cases)), "-o", half]) == 0
+    assert "--activation-storage emulated" not in (half / "index.html").read_text()
+
+
 def multi_machine_documents(write_document):
     a100 = document(gemm_cases(1.0) + transformer_cases(10000.0), gpu="NVIDIA A100-SXM4-80GB", cuda="12.1")
     h100 = document(gemm_cases(2.0) + transformer_cases(30000.0), gpu="NVIDIA H100 80GB HBM3", cuda="12.4",
