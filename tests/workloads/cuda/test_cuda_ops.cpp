@@ -89,6 +89,18 @@ double max_abs(const std::vector<float>& v) {
   return m;
 }
 
+// v as 16-bit codes of a half storage, and back.
+std::vector<std::uint16_t> half_codes(const std::vector<float>& v, Storage storage) {
+  std::vector<std::uint16_t> codes(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) store(Tensor<float>(codes.data(), storage), i, v[i]);
+  return codes;
+}
+std::vector<float> half_values(const std::vector<std::uint16_t>& codes, Storage storage) {
+  std::vector<float> v(codes.size());
+  for (std::size_t i = 0; i < codes.size(); ++i) v[i] = load<float>(ConstTensor<float>(codes.data(), storage), i);
+  return v;
+}
+
 class CudaOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -425,16 +437,8 @@ TEST_P(CudaOpsPrecision, MatmulOnHalfActivationsInBlocks) {
     for (float& x : v) x = round_to_format(x, format);
     return v;
   };
-  const auto codes = [&](const std::vector<float>& v) {
-    std::vector<std::uint16_t> c(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) store(Tensor<float>(c.data(), storage), i, v[i]);
-    return c;
-  };
-  const auto values = [&](const std::vector<std::uint16_t>& c) {
-    std::vector<float> v(c.size());
-    for (std::size_t i = 0; i < c.size(); ++i) v[i] = load<float>(ConstTensor<float>(c.data(), storage), i);
-    return v;
-  };
+  const auto codes = [&](const std::vector<float>& v) { return half_codes(v, storage); };
+  const auto values = [&](const std::vector<std::uint16_t>& c) { return half_values(c, storage); };
   const auto inp = rounded(random_floats(N * C, seed_)), dout = rounded(random_floats(N * OC, seed_ + 1));
   const auto dinp0 = rounded(random_floats(N * C, seed_ + 2));
   const auto weight = random_floats(OC * C, seed_ + 3), bias = random_floats(OC, seed_ + 4);
@@ -479,16 +483,8 @@ TEST_P(CudaOpsPrecision, AttentionOnHalfActivations) {
   const MatmulPrecision mp{GetParam(), num::Format::fp32};
   ref_.set_matmul_precision(mp);
   gpu_->set_matmul_precision(mp);
-  const auto codes = [&](const std::vector<float>& v) {
-    std::vector<std::uint16_t> c(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) store(Tensor<float>(c.data(), storage), i, v[i]);
-    return c;
-  };
-  const auto values = [&](const std::vector<std::uint16_t>& c) {
-    std::vector<float> v(c.size());
-    for (std::size_t i = 0; i < c.size(); ++i) v[i] = load<float>(ConstTensor<float>(c.data(), storage), i);
-    return v;
-  };
+  const auto codes = [&](const std::vector<float>& v) { return half_codes(v, storage); };
+  const auto values = [&](const std::vector<std::uint16_t>& c) { return half_values(c, storage); };
   const auto qkv = codes(random_floats(B * T * 3 * C, seed_)), dout = codes(random_floats(B * T * C, seed_ + 1));
   const auto dqkv0 = codes(random_floats(qkv.size(), seed_ + 2));
   std::vector<std::uint16_t> out(B * T * C), dqkv = dqkv0;
