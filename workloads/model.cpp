@@ -66,8 +66,7 @@ std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T, Att
   const std::size_t layer_forward = 2 * N * C * norm + 9 * N * C * matmul + N * C * of(OpCategory::attention) +
                                     2 * N * C * add + 4 * N * C * of(OpCategory::gelu) +
                                     (4 * N + attention) * sizeof(float);
-  const std::size_t layer_gradients = 3 * N * C * matmul + 4 * N * C * matmul + 2 * N * C * matmul +
-                                      2 * N * C * add + 3 * N * C * of(OpCategory::attention) +
+  const std::size_t layer_gradients = 9 * N * C * matmul + 2 * N * C * add + 3 * N * C * of(OpCategory::attention) +
                                       4 * N * C * of(OpCategory::gelu);
   // Outside the blocks: encoded, lnf [N,C], logits [N,Vp]; the forward adds lnf's two statistics,
   // the probabilities [N,Vp] and the losses [N]; the gradients, dencoded, dlnf, dlogits and dlosses.
