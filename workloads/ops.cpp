@@ -68,12 +68,6 @@ Storage half_storage(num::Format format) {
   return Storage::real;
 }
 
-num::Format storage_format(Storage storage) {
-  if (storage == Storage::fp16) return num::Format::fp16;
-  if (storage == Storage::bf16) return num::Format::bf16;
-  return num::Format::fp32;
-}
-
 std::string op_range_name(std::string_view op, int layer, Phase phase) {
   std::string name(op);
   if (layer >= 0) name += " L" + std::to_string(layer);

@@ -10,6 +10,7 @@
 #include "amp/format_info.hpp"
 #include "amp/formats.hpp"
 #include "core/error.hpp"
+#include "core/hostdevice.hpp"
 
 namespace mpbench::workloads {
 
@@ -20,7 +21,9 @@ std::string_view storage_name(Storage storage);
 // The storage that holds values of `format` in 16 bits: fp16 and bf16; real for any other format.
 Storage half_storage(num::Format format);
 // The format values of `storage` are rounded to: fp16, bf16, or fp32 for real.
-num::Format storage_format(Storage storage);
+MPB_HD constexpr num::Format storage_format(Storage storage) {
+  return storage == Storage::fp16 ? num::Format::fp16 : storage == Storage::bf16 ? num::Format::bf16 : num::Format::fp32;
+}
 // Bytes of one element: sizeof(Real) for real, 2 for the half types.
 template <typename Real>
 constexpr std::size_t element_bytes(Storage storage) {

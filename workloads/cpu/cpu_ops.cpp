@@ -133,6 +133,15 @@ void write_values(Tensor<float> x, std::size_t first, std::size_t n, const float
   if (!x.is_real()) encode_values(x, first, n, values);
 }
 
+// Elements [first, first + n) of x = values (copied, or rounded into a half storage).
+void store_values(Tensor<float> x, std::size_t first, std::size_t n, const float* values) {
+  if (x.is_real()) {
+    std::memcpy(x.real("store_values") + first, values, n * sizeof(float));
+  } else {
+    encode_values(x, first, n, values);
+  }
+}
+
 // Elements [first, first + n) of x += values.
 void add_values(Tensor<float> x, std::size_t first, const float* values, std::size_t n) {
   float* dst = output_values(x, first, n, 3, true);
@@ -143,10 +152,6 @@ void add_values(Tensor<float> x, std::size_t first, const float* values, std::si
 
 MPBENCH_WIDEST_SIMD void round_to_bf16(float* x, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) x[i] = std::bit_cast<float>(std::uint32_t{num::f32_to_bf16_bits(x[i])} << 16);
-}
-
-MPBENCH_WIDEST_SIMD void convert_to_bf16(const float* x, std::uint16_t* bits, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) bits[i] = num::f32_to_bf16_bits(x[i]);
 }
 
 // x[i] = round_to_format(x[i], F) with the format fixed at compile time, so the switch inside
@@ -245,9 +250,7 @@ MPBENCH_WIDEST_SIMD void attention_head_forward(Tensor<float> out, float* att, C
     std::fill(y, y + hs, 0.0f);
     for (int t2 = 0; t2 <= t; ++t2) axpy(y, operand(att_row[t2], in), v + static_cast<std::size_t>(t2) * hs, hs);
     const std::size_t first = (static_cast<std::size_t>(b) * T + t) * C + h * hs;
-    float* out_row = output_values(out, first, hs, 1, false);
-    std::memcpy(out_row, y, hs * sizeof(float));
-    write_values(out, first, hs, out_row);
+    store_values(out, first, hs, y);
   }
 }
 
@@ -461,22 +464,11 @@ const void* CpuTransformerOps::gemm_operand(ConstTensor<float> x, std::size_t n,
     return gemm_operand(decoded(x, n, decoded_[0]), n, buffer);
   }
   const float* values = x.real("gemm_operand");
-  switch (precision_.gemm) {
-    case GemmPrecision::bf16: {
-      std::uint16_t* bits = scratch(buffer, n);
-      in_shares(n, [values, bits](std::size_t first, std::size_t count) {
-        convert_to_bf16(values + first, bits + first, count);
-      });
-      return bits;
-    }
-    case GemmPrecision::fp16: {
-      std::uint16_t* bits = scratch(buffer, n);
-#pragma omp parallel for schedule(static) if (worth_threads(n))
-      for (std::size_t i = 0; i < n; ++i) bits[i] = num::f32_to_f16_bits(values[i]);
-      return bits;
-    }
-    default: return values;
-  }
+  const Storage operand_storage = half_storage(gemm_input_format(precision_.gemm));
+  if (operand_storage == Storage::real) return values;
+  const Tensor<float> operand(scratch(buffer, n), operand_storage);
+  in_shares(n, [&](std::size_t first, std::size_t count) { encode_values(operand, first, count, values + first); });
+  return operand.data();
 }
 
 void CpuTransformerOps::gemm(Tensor<float> out, const void* a, bool a_transposed, const void* b, bool b_transposed,
@@ -499,9 +491,7 @@ void CpuTransformerOps::gemm(Tensor<float> out, const void* a, bool a_transposed
   if (in_place) return;
   in_chunks(outputs, [&](std::size_t first, std::size_t count) {
     if (accumulate) return add_values(out, first, dst + first, count);
-    float* values = output_values(out, first, count, 0, false);
-    std::memcpy(values, dst + first, count * sizeof(float));
-    write_values(out, first, count, values);
+    store_values(out, first, count, dst + first);
   });
 }
 

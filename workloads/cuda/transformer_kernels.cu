@@ -69,25 +69,6 @@ struct ConstElements {
 Elements elements(Tensor<float> x) { return {x.data(), x.storage()}; }
 ConstElements elements(ConstTensor<float> x) { return {x.data(), x.storage()}; }
 
-// Element i of x as a float.
-__device__ float load(ConstElements x, std::size_t i) {
-  switch (x.storage) {
-    case Storage::fp16: return num::f16_bits_to_f32(static_cast<const std::uint16_t*>(x.data)[i]);
-    case Storage::bf16: return num::bf16_bits_to_f32(static_cast<const std::uint16_t*>(x.data)[i]);
-    default: return static_cast<const float*>(x.data)[i];
-  }
-}
-__device__ float load(Elements x, std::size_t i) { return load(ConstElements{x.data, x.storage}, i); }
-
-// Element i of x = value, rounded to x's storage.
-__device__ void store(Elements x, std::size_t i, float value) {
-  switch (x.storage) {
-    case Storage::fp16: static_cast<std::uint16_t*>(x.data)[i] = num::f32_to_f16_bits(value); return;
-    case Storage::bf16: static_cast<std::uint16_t*>(x.data)[i] = num::f32_to_bf16_bits(value); return;
-    default: static_cast<float*>(x.data)[i] = value; return;
-  }
-}
-
 // x as an operand of `format`, stored at element i of out (float or 16-bit codes).
 __device__ void store_operand(void* out, std::size_t i, float x, num::Format format) {
   switch (format) {
@@ -105,6 +86,15 @@ __device__ float load_operand(const void* in, std::size_t i, num::Format format)
     case num::Format::bf16: return num::bf16_bits_to_f32(static_cast<const std::uint16_t*>(in)[i]);
     default: return static_cast<const float*>(in)[i];
   }
+}
+
+// Element i of x as a float: an activation is stored as an operand of its storage's format.
+__device__ float load(ConstElements x, std::size_t i) { return load_operand(x.data, i, storage_format(x.storage)); }
+__device__ float load(Elements x, std::size_t i) { return load(ConstElements{x.data, x.storage}, i); }
+
+// Element i of x = value, rounded to x's storage.
+__device__ void store(Elements x, std::size_t i, float value) {
+  store_operand(x.data, i, value, storage_format(x.storage));
 }
 
 // out[i] = operand(in[i]): a + 2 (fp16, bf16) or a + 4 bytes per element.
