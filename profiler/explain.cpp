@@ -362,14 +362,15 @@ void attention_kernels_rule(const CaseResult& c, const CaseResult& base, const C
 std::string mib(double bytes) { return fmt::format("{:.0f} MiB", bytes / 1048576.0); }
 
 // What the mode's peak memory is against the baseline's (details.memory of a transformer case), and
-// where its fp16/bf16 activations were emulated in fp32 buffers, that they saved nothing there.
+// where its fp16/bf16 activations were emulated in fp32 buffers (params.activation_storage), that
+// they saved nothing there.
 void memory_rule(const CaseResult& c, const CaseResult& base, std::vector<Finding>& out) {
   const auto peak = number_at(c.details, {"memory", "allocated_peak_bytes"});
   const auto base_peak = number_at(base.details, {"memory", "allocated_peak_bytes"});
   if (!peak || !base_peak || *base_peak <= 0) return;
   const auto activations = number_at(c.details, {"memory", "activation_bytes"});
   const auto base_activations = number_at(base.details, {"memory", "activation_bytes"});
-  const json& storage = member_or_null(c.details["memory"], "activation_storage");
+  const json& storage = member_or_null(c.params, "activation_storage");
   const double saved = 1.0 - *peak / *base_peak;
   json evidence = {{"peak_bytes", *peak}, {"baseline_peak_bytes", *base_peak}, {"saved_fraction", saved}};
   std::string message = fmt::format("peak memory {} against {} in {}: {} {}", mib(*peak), mib(*base_peak),

@@ -184,18 +184,18 @@ TEST(Explain, AttentionKernelsRuleNeedsBothSidesToDisagree) {
   EXPECT_NE(f->message.find("part of the 2.00x"), std::string::npos) << f->message;
 }
 
-json memory(double peak_mib, double activation_mib, json storage) {
-  json m = {{"allocated_peak_bytes", peak_mib * 1048576}, {"activation_bytes", activation_mib * 1048576}};
-  if (!storage.is_null()) m["activation_storage"] = storage;
-  return {{"memory", m}};
+json memory(double peak_mib, double activation_mib) {
+  return {{"memory", {{"allocated_peak_bytes", peak_mib * 1048576}, {"activation_bytes", activation_mib * 1048576}}}};
 }
+
+json storage(const std::string& activation_storage) { return {{"activation_storage", activation_storage}}; }
 
 TEST(Explain, MemorySavedAgainstTheBaselineAndEmulatedActivationsSaySo) {
   // fp32 400 MiB (260 of activations); bf16 300 MiB (150): 25% saved.
   const auto doc = document(json::array(
-      {case_json("transformer", "t", "cpu", "fp32", 0.100, memory(400, 260, "emulated")),
-       case_json("transformer", "t", "cpu", "bf16", 0.120, memory(300, 150, "half")),
-       case_json("transformer", "t", "cpu", "amp-bf16", 0.120, memory(420, 260, "emulated"))}));
+      {case_json("transformer", "t", "cpu", "fp32", 0.100, memory(400, 260), storage("emulated")),
+       case_json("transformer", "t", "cpu", "bf16", 0.120, memory(300, 150), storage("half")),
+       case_json("transformer", "t", "cpu", "amp-bf16", 0.120, memory(420, 260), storage("emulated"))}));
   const auto e = explain(doc);
   const auto* bf16 = finding(case_named(e, "transformer/t/cpu/bf16"), "memory_saved");
   ASSERT_TRUE(bf16);
@@ -211,7 +211,7 @@ TEST(Explain, MemorySavedAgainstTheBaselineAndEmulatedActivationsSaySo) {
     EXPECT_NE(amp->message.find(part), std::string::npos) << part << ": " << amp->message;
   // No memory on either side, or no baseline: nothing to say.
   const auto bare = explain(document(json::array({case_json("transformer", "t", "cpu", "fp32", 0.1),
-                                                  case_json("transformer", "t", "cpu", "bf16", 0.1, memory(1, 1, nullptr))})));
+                                                  case_json("transformer", "t", "cpu", "bf16", 0.1, memory(1, 1))})));
   EXPECT_FALSE(finding(case_named(bare, "transformer/t/cpu/bf16"), "memory_saved"));
 }
 
