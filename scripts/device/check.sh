@@ -2,13 +2,14 @@
 # The one device script: on a bare GPU machine (CUDA driver and toolkit, CMake, ninja, PyTorch; no
 # network, no Debian development packages) it unpacks the build made beforehand with
 # scripts/device/pack.sh (or packs ./build if that exists), runs every test binary (GPU tests
-# included), runs the microbenchmark suites (--quick) and gpt2-124m training in every mode on the
-# GPU (and again with --activation-storage emulated), measures PyTorch's matmul, copy and GPT-2
-# training step for the targets, and writes into OUTDIR (at most 8 files):
+# included), gpt2-124m training in every mode and PyTorch's GPT-2 step for the training targets,
+# a profiled run, the training again with --activation-storage emulated, a traced tiny step, the
+# microbenchmark suites (--quick) and PyTorch's matmul and copy, and writes into OUTDIR (at most
+# 8 files):
 #   check.log (everything printed, each test binary's verdict lines, the summary table last)
-#   result-quick.json  result-transformer.json  result-emulated.json  result-profile.json
-#   torch.json  torch-gpt2.json
+#   result-transformer.json  torch-gpt2.json  result-profile.json  result-emulated.json
 #   trace-tiny.amp-bf16.json (a profiled tiny step: the GPU trace to keep as a test fixture)
+#   result-quick.json  torch.json
 # (the environment is in every result document and in check.log)
 # ending with a short table. A failing step is reported and the next one still runs.
 # Usage: scripts/device/check.sh OUTDIR
@@ -17,6 +18,11 @@
 #   MPBENCH_CHECK_TESTS="a b"  only these test binaries (default: all)
 #   MPBENCH_CHECK_TRAINING="--config tiny --steps 4"  the transformer run's options
 #                              (default: --config gpt2-124m --steps 12)
+#   MPBENCH_CHECK_BUDGET_S=330 seconds for the whole script: each step is cut short (or skipped) so
+#                              that the summary still prints inside it; give the device call a
+#                              timeout a little above this (default 330: two tries fit in 15 minutes)
+# The steps run in the order of what they are for: the tests, the training targets (mpbench and
+# PyTorch), the profiler, then the microbenchmarks.
 set -uo pipefail
 out=${1:?usage: scripts/device/check.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -26,6 +32,25 @@ device=${MPBENCH_CHECK_DEVICE:-cuda}
 status=0
 step() { echo; echo "== $(date -u +%H:%M:%S) $*"; }
 fail() { echo "check: FAILED: $*"; status=1; }
+budget=${MPBENCH_CHECK_BUDGET_S:-330}
+[[ $budget =~ ^[0-9]+$ ]] || { echo "check: MPBENCH_CHECK_BUDGET_S must be a number of seconds, not '$budget'"; exit 2; }
+deadline=$(($(date +%s) + budget))
+summary_reserve=25
+# Runs a command for at most CAP seconds, fewer if the budget's end (less the summary's reserve)
+# comes first; skips it when under 5 seconds are left. At the limit it gets SIGINT, on which
+# mpbench stops after the current sample or step and writes every case it finished, and SIGKILL
+# 10 s later. Returns the command's exit code (124: cut short).
+bounded() {
+  local cap=$1 left
+  shift
+  left=$((deadline - summary_reserve - $(date +%s)))
+  ((left < cap)) && cap=$left
+  if ((cap < 5)); then
+    echo "check: SKIPPED for lack of time (MPBENCH_CHECK_BUDGET_S=$budget): ${*##*/}"
+    return 124
+  fi
+  timeout -s INT -k 10 "$cap" "$@"
+}
 
 step "binaries"
 if [[ -x $repo/build/cli/mpbench ]]; then  # a machine that builds: pack what it built
@@ -71,41 +96,46 @@ step "tests"
 tests_file="$pack/tests.txt"  # its lines go into check.log: the 8 files are spoken for
 : > "$tests_file"
 tests=${MPBENCH_CHECK_TESTS:-$(ls "$pack/bin" | grep '^test_')}
+tests_end=$(($(date +%s) + budget * 2 / 5))  # the tests get two fifths of the budget at most
 for t in $tests; do
   echo "-- $t" | tee -a "$tests_file"
-  (cd "$pack" && timeout 300 "$pack/bin/$t" --gtest_color=no > "$pack/$t.log" 2>&1)
+  left=$((tests_end - $(date +%s)))
+  ((left > 120)) && left=120
+  (cd "$pack" && bounded "$left" "$pack/bin/$t" --gtest_color=no > "$pack/$t.log" 2>&1)
   code=$?
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$pack/$t.log" >> "$tests_file"
   echo "exit $code" >> "$tests_file"
-  ((code == 0)) || { fail "$t (exit $code)"; tail -40 "$pack/$t.log"; }
+  ((code == 0)) || { fail "$t (exit $code$( ((code == 124)) && echo ': out of time'))"; tail -40 "$pack/$t.log"; }
 done
 cat "$tests_file"
 
-step "mpbench run --suite gemm,bandwidth,cast --quick --device $device"
-timeout 300 "$MPBENCH_BIN" run --suite gemm,bandwidth,cast --quick --device "$device" \
-  ${MPBENCH_CHECK_FILTER:+--filter "$MPBENCH_CHECK_FILTER"} --out "$out/result-quick.json" || fail "mpbench run (exit $?)"
 training=${MPBENCH_CHECK_TRAINING:---config gpt2-124m --steps 12}
 step "mpbench run --suite transformer $training --device $device"
 # shellcheck disable=SC2086  # the options are meant to split
-timeout 300 "$MPBENCH_BIN" run --suite transformer $training --device "$device" --out "$out/result-transformer.json" ||
+bounded 150 "$MPBENCH_BIN" run --suite transformer $training --device "$device" --out "$out/result-transformer.json" ||
   fail "mpbench run --suite transformer (exit $?)"
+if [[ $device == cuda ]]; then
+  step "PyTorch eager GPT-2 with bf16 autocast (same machine, same call)"
+  LD_LIBRARY_PATH=$original_ld_path bounded 90 python3 "$repo/scripts/device/torch_gpt2_baseline.py" --mode amp-bf16 \
+    --out "$out/torch-gpt2.json" || echo "check: PyTorch GPT-2 baseline not measured"
+fi
+# Profiling apart, so that a CUPTI failure cannot cost the training results above.
+step "mpbench run --suite transformer $training --precision fp32,amp-bf16,bf16 --profile --device $device"
+# shellcheck disable=SC2086
+bounded 90 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,amp-bf16,bf16 --profile --device "$device" \
+  --out "$out/result-profile.json" || fail "mpbench run --suite transformer --profile (exit $?)"
 # The emulated activation storage in a process of its own: the counterfactual for half storage,
 # and the training results should the half-storage kernels fail.
 step "mpbench run --suite transformer $training --precision fp32,amp-bf16,bf16 --activation-storage emulated"
 # shellcheck disable=SC2086
-timeout 240 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,amp-bf16,bf16 \
+bounded 90 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,amp-bf16,bf16 \
   --activation-storage emulated --device "$device" --out "$out/result-emulated.json" ||
   fail "mpbench run --suite transformer --activation-storage emulated (exit $?)"
-# Profiling apart, so that a CUPTI failure cannot cost the training results above.
-step "mpbench run --suite transformer $training --precision fp32,amp-bf16,bf16 --profile --device $device"
-# shellcheck disable=SC2086
-timeout 240 "$MPBENCH_BIN" run --suite transformer $training --precision fp32,amp-bf16,bf16 --profile --device "$device" \
-  --out "$out/result-profile.json" || fail "mpbench run --suite transformer --profile (exit $?)"
 
 # A small real trace for the profiler's test fixtures; on a GPU also counted (--counters).
 step "mpbench run --suite transformer --config tiny --precision amp-bf16 --trace (fixture)"
 counters=(); [[ $device == cuda ]] && counters=(--counters)
-timeout 120 "$MPBENCH_BIN" run --suite transformer --config tiny --steps 3 --warmup-steps 1 --precision amp-bf16 \
+bounded 60 "$MPBENCH_BIN" run --suite transformer --config tiny --steps 3 --warmup-steps 1 --precision amp-bf16 \
   "${counters[@]}" --trace "$out/trace-tiny.json" --device "$device" --out "$pack/result-tiny.json" ||
   fail "mpbench run --trace (exit $?)"
 python3 - "$pack/result-tiny.json" <<'PY' || true
@@ -115,13 +145,12 @@ for c in json.load(open(sys.argv[1]))["cases"]:
     print("tiny trace:", p.get("status"), "nvtx ranges/step", p.get("nvtx_ranges_per_step"), "counters", p.get("counters"))
 PY
 
-step "PyTorch baseline (same machine, same call)"
-LD_LIBRARY_PATH=$original_ld_path timeout 180 python3 "$repo/scripts/device/torch_baseline.py" --out "$out/torch.json" ||
+step "mpbench run --suite gemm,bandwidth,cast --quick --device $device"
+bounded 150 "$MPBENCH_BIN" run --suite gemm,bandwidth,cast --quick --device "$device" \
+  ${MPBENCH_CHECK_FILTER:+--filter "$MPBENCH_CHECK_FILTER"} --out "$out/result-quick.json" || fail "mpbench run (exit $?)"
+step "PyTorch matmul and copy (same machine, same call)"
+LD_LIBRARY_PATH=$original_ld_path bounded 60 python3 "$repo/scripts/device/torch_baseline.py" --out "$out/torch.json" ||
   echo "check: PyTorch baseline not measured"
-if [[ $device == cuda ]]; then
-  LD_LIBRARY_PATH=$original_ld_path timeout 180 python3 "$repo/scripts/device/torch_gpt2_baseline.py" --mode amp-bf16 \
-    --out "$out/torch-gpt2.json" || echo "check: PyTorch GPT-2 baseline not measured"
-fi
 
 step "summary"
 python3 "$repo/scripts/device/summarize.py" --result "$out/result-quick.json" --torch "$out/torch.json" \

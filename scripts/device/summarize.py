@@ -12,8 +12,12 @@ import sys
 def load(path):
     if not path or not os.path.exists(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except ValueError as e:
+        print(f"summarize: {path} is not JSON ({e}): left out")
+        return None
 
 
 def ok_cases(doc, suite):
@@ -68,6 +72,41 @@ def best_tflops(doc, precision):
 def largest(cases, kernel, precision="fp32"):
     chosen = [c for c in cases if c["params"].get("kernel") == kernel and c["precision"] == precision]
     return max(chosen, key=lambda c: c["params"].get("elements", 0)) if chosen else None
+
+
+def microbench_rows(doc, torch):
+    """The quick run's headline figures and the microbenchmark targets: GEMM against torch.matmul,
+    copy against cudaMemcpy, casts against copy."""
+    if doc is None:
+        return ["== mpbench run --quick: no result document", "== targets"]
+    gpu = (doc["env"].get("gpus") or [{}])[0].get("name", doc["env"]["cpu"]["model"])
+    statuses = [c["status"] for c in doc["cases"]]
+    rows = [f"== mpbench run on {gpu} ({doc['run']['device']}): {statuses.count('ok')} ok, "
+            f"{statuses.count('skipped')} skipped, {statuses.count('error')} error"]
+    rows += [f"   error {c['suite']}/{c['name']}/{c['precision']}: {c['message']}"
+             for c in doc["cases"] if c["status"] == "error"]
+    rows += gemm_rows(doc)
+    rows.append("== targets")
+    for precision in ("bf16", "fp16"):
+        ours = best_tflops(doc, precision)
+        theirs = (torch or {}).get("matmul", {}).get(precision, {}).get("tflops")
+        ratio = ours / theirs if ours and theirs else None
+        rows.append(f"gemm {precision} best square vs torch.matmul 8192^3: "
+                    f"{'-' if ours is None else f'{ours:.1f}'} vs {'-' if theirs is None else f'{theirs:.1f}'} TFLOP/s  "
+                    f"{verdict(ratio, 0.90)}")
+    bandwidth = ok_cases(doc, "bandwidth")
+    copy, memcpy = largest(bandwidth, "copy"), largest(bandwidth, "memcpy")
+    ratio = copy["rates"]["gbps"] / memcpy["rates"]["gbps"] if copy and memcpy else None
+    rows.append(f"copy kernel vs cudaMemcpy (largest size): "
+                f"{'-' if not copy else round(copy['rates']['gbps'])} vs "
+                f"{'-' if not memcpy else round(memcpy['rates']['gbps'])} GB/s  {verdict(ratio, 0.90)}")
+    for c in ok_cases(doc, "cast"):
+        if c["params"].get("kernel") == "copy":
+            continue
+        pct = c["rates"].get("pct_of_copy")
+        rows.append(f"cast {c['params']['kernel']:<24} {c['rates']['gbps']:8.1f} GB/s  "
+                    f"{verdict(None if pct is None else pct / 100, 0.85)}")
+    return rows
 
 
 def transformer_rows(doc, torch_gpt2):
@@ -160,42 +199,11 @@ def main():
 
     print("== tests")
     print("\n".join(test_lines(args.tests)))
-    if doc is None:
-        print("== mpbench run: no result document")
-        return 1
-    gpu = (doc["env"].get("gpus") or [{}])[0].get("name", doc["env"]["cpu"]["model"])
-    statuses = [c["status"] for c in doc["cases"]]
-    print(f"== mpbench run on {gpu} ({doc['run']['device']}): {statuses.count('ok')} ok, "
-          f"{statuses.count('skipped')} skipped, {statuses.count('error')} error")
-    for c in doc["cases"]:
-        if c["status"] == "error":
-            print(f"   error {c['suite']}/{c['name']}/{c['precision']}: {c['message']}")
-    print("\n".join(gemm_rows(doc)))
-
-    print("== targets")
-    for precision in ("bf16", "fp16"):
-        ours = best_tflops(doc, precision)
-        theirs = (torch or {}).get("matmul", {}).get(precision, {}).get("tflops")
-        ratio = ours / theirs if ours and theirs else None
-        print(f"gemm {precision} best square vs torch.matmul 8192^3: "
-              f"{'-' if ours is None else f'{ours:.1f}'} vs {'-' if theirs is None else f'{theirs:.1f}'} TFLOP/s  "
-              f"{verdict(ratio, 0.90)}")
-    bandwidth = ok_cases(doc, "bandwidth")
-    copy, memcpy = largest(bandwidth, "copy"), largest(bandwidth, "memcpy")
-    ratio = copy["rates"]["gbps"] / memcpy["rates"]["gbps"] if copy and memcpy else None
-    print(f"copy kernel vs cudaMemcpy (largest size): "
-          f"{'-' if not copy else round(copy['rates']['gbps'])} vs {'-' if not memcpy else round(memcpy['rates']['gbps'])} GB/s  "
-          f"{verdict(ratio, 0.90)}")
-    for c in ok_cases(doc, "cast"):
-        if c["params"].get("kernel") == "copy":
-            continue
-        pct = c["rates"].get("pct_of_copy")
-        print(f"cast {c['params']['kernel']:<24} {c['rates']['gbps']:8.1f} GB/s  "
-              f"{verdict(None if pct is None else pct / 100, 0.85)}")
+    print("\n".join(microbench_rows(doc, torch)))
     print("\n".join(transformer_rows(load(args.transformer), load(args.torch_gpt2))))
     print("\n".join(storage_rows(load(args.transformer), load(args.emulated))))
     print("\n".join(profile_rows(load(args.profile))))
-    return 0
+    return 0 if doc else 1
 
 
 if __name__ == "__main__":

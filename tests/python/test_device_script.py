@@ -5,6 +5,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ pytestmark = pytest.mark.skipif(not BUILD.exists(), reason=f"mpbench is not buil
 
 def test_check_script_dry_run_on_the_cpu(tmp_path):
     env = dict(os.environ, MPBENCH_CHECK_DEVICE="cpu", MPBENCH_CHECK_FILTER=r"square_512/|memcpy/|/copy/|f32_to_bf16/",
-               MPBENCH_CHECK_TESTS="test_core test_backends", MPBENCH_CHECK_TRAINING="--config tiny --steps 4")
+               MPBENCH_CHECK_TESTS="test_core test_backends", MPBENCH_CHECK_TRAINING="--config tiny --steps 4",
+               MPBENCH_CHECK_BUDGET_S="800")  # this machine is slow; the device's default is 330
     env.pop("MPBENCH_BIN", None)
     done = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "check.sh"), str(tmp_path)],
                           env=env, capture_output=True, text=True, timeout=900)
@@ -45,3 +47,30 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
     assert [c["name"] for c in emulated["cases"]] == ["tiny_b4_t16_act-emulated"] * 3
     tests = re.search(r"\n== \S+ tests\n(.*?)\n== ", (tmp_path / "check.log").read_text(), re.S).group(1)
     assert "-- test_backends" in tests and "exit 0" in tests and "FAILED" not in tests
+
+
+def test_check_script_keeps_to_its_budget(tmp_path):
+    """A budget spent before the tests start (packing ./build here takes longer) skips every later
+    step at once, each named, and still prints the summary: the device call's timeout is never hit
+    by a step that should have been cut."""
+    env = dict(os.environ, MPBENCH_CHECK_DEVICE="cpu", MPBENCH_CHECK_TESTS="test_core test_backends",
+               MPBENCH_CHECK_TRAINING="--config tiny --steps 4", MPBENCH_CHECK_BUDGET_S="26")
+    env.pop("MPBENCH_BIN", None)
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "check.sh"), str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    log = (tmp_path / "check.log").read_text()
+    assert done.returncode == 1, log[-3000:]
+    skipped = re.findall(r"check: SKIPPED for lack of time \(MPBENCH_CHECK_BUDGET_S=26\): (\S+)", log)
+    assert len(skipped) == 8, log[-3000:]  # two test binaries, five mpbench runs, torch_baseline.py
+    assert "exit 124" in log and "== targets" in log.rsplit(" summary\n", 1)[-1]
+    clock = {name: int(h) * 3600 + int(m) * 60 + int(sec)
+             for h, m, sec, name in re.findall(r"\n== (\d\d):(\d\d):(\d\d) (tests|summary)\n", log)}
+    assert (clock["summary"] - clock["tests"]) % 86400 <= 5, log[-3000:]
+
+
+def test_check_script_refuses_a_budget_that_is_not_a_number(tmp_path):
+    env = dict(os.environ, MPBENCH_CHECK_BUDGET_S="5m")
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "check.sh"), str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "MPBENCH_CHECK_BUDGET_S must be a number of seconds, not '5m'" in done.stdout
