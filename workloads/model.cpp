@@ -277,7 +277,7 @@ void Gpt2Model<Real>::init(std::uint64_t seed) {
 template <typename Real>
 void Gpt2Model<Real>::configure_ops() {
   ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(amp::OpCategory::matmul).output});
-  ops_.set_attention(attention_, config_.head_size());
+  ops_.set_attention(attention_, {config_.head_size(), T_});
 }
 
 template <typename Real>

@@ -150,6 +150,12 @@ enum class AttentionKernels { unfused, fused };
 std::string_view attention_kernels_name(AttentionKernels kernels);  // "unfused", "fused"
 // The kernels of that name; UsageError for any other.
 AttentionKernels parse_attention_kernels(std::string_view name);
+// What decides whether fused kernels can train an attention: its heads' channels and its
+// sequences' tokens.
+struct AttentionDims {
+  int head_size;
+  int seq_len;
+};
 // Elements of the `att` buffer attention_forward fills for the backward: the probabilities
 // [B,NH,T,T] unfused; fused, the softmax log-sum-exp [B,NH,T], padded to a multiple of 64
 // elements, then the output as 16-bit codes [B,NH,T,C/NH] (two per element).
@@ -206,19 +212,19 @@ class TransformerOps : public virtual OpsMemory {
   // them; empty where the ops do not know (the reference's loops, oneDNN).
   virtual std::vector<GemmAlgorithm> gemm_algorithms() const { return {}; }
 
-  // Why these ops cannot run attention with `kernels` when the GEMMs run in `precision` on heads of
-  // `head_size` channels, or nothing when they can. Only the CUDA ops have fused attention.
+  // Why these ops cannot run attention with `kernels` when the GEMMs run in `precision` on
+  // attentions of `dims`, or nothing when they can. Only the CUDA ops have fused attention.
   virtual std::optional<std::string> attention_unsupported(AttentionKernels kernels, GemmPrecision /*precision*/,
-                                                           int /*head_size*/) const {
+                                                           AttentionDims /*dims*/) const {
     if (kernels == AttentionKernels::unfused) return std::nullopt;
     return "fused attention is cuDNN's scaled-dot-product attention: only the CUDA backend has it";
   }
-  // The attention kernels from now on (unfused until set), for heads of `head_size` channels; the
-  // `att` buffers given to the attention ops must hold attention_saved_elements of them. UsageError
-  // when the ops have no such kernels for that head size at all (asked for bf16, which every fused
-  // attention takes).
-  void set_attention(AttentionKernels kernels, int head_size) {
-    if (const auto reason = attention_unsupported(kernels, GemmPrecision::bf16, head_size)) throw UsageError(*reason);
+  // The attention kernels from now on (unfused until set), for attentions of `dims`; the `att`
+  // buffers given to the attention ops must hold attention_saved_elements of them. UsageError when
+  // the ops have no such kernels for those dims at all (asked for bf16, which every fused attention
+  // takes).
+  void set_attention(AttentionKernels kernels, AttentionDims dims) {
+    if (const auto reason = attention_unsupported(kernels, GemmPrecision::bf16, dims)) throw UsageError(*reason);
     attention_ = kernels;
   }
   AttentionKernels attention() const { return attention_; }

@@ -69,7 +69,7 @@ const GptConfig& checked(const GptConfig& config, const TrainOptions& options, T
                          amp::Mode mode) {
   check_options(options);
   if (const auto reason = unsupported_mode(ops, mode)) throw UsageError(*reason);
-  if (const auto reason = ops.attention_unsupported(options.attention, gemm_precision(mode), config.head_size()))
+  if (const auto reason = ops.attention_unsupported(options.attention, gemm_precision(mode), {config.head_size(), options.seq_len}))
     throw UsageError(*reason);
   return config;
 }

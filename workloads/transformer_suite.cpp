@@ -86,11 +86,15 @@ struct AttentionChoice {
   std::string note;  // why auto chose unfused kernels, when it did
 };
 
+AttentionDims attention_dims(const TransformerPlan& plan) {
+  return {plan.config.head_size(), plan.train.seq_len};
+}
+
 // The plan's kernels; with auto, fused where the ops have them for the mode's GEMM precision (the
 // fused kernels take fp16/bf16 operands), unfused elsewhere.
 AttentionChoice choose_attention(const TransformerPlan& plan, const TransformerOps<float>& ops, amp::Mode mode) {
   if (plan.attention) return {*plan.attention, ""};
-  if (const auto reason = ops.attention_unsupported(AttentionKernels::fused, gemm_precision(mode), plan.config.head_size()))
+  if (const auto reason = ops.attention_unsupported(AttentionKernels::fused, gemm_precision(mode), attention_dims(plan)))
     return {AttentionKernels::unfused, "--attention auto runs unfused attention here: " + *reason};
   return {AttentionKernels::fused, ""};
 }
@@ -584,7 +588,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     if (!attention.note.empty()) c.details["attention_note"] = attention.note;
     std::optional<std::string> unsupported = unsupported_mode(ops, mode);
     if (!unsupported)
-      unsupported = ops.attention_unsupported(attention.kernels, gemm_precision(mode), plan.config.head_size());
+      unsupported = ops.attention_unsupported(attention.kernels, gemm_precision(mode), attention_dims(plan));
     if (const auto& reason = unsupported) {
       c.status = CaseStatus::skipped;
       c.message = *reason;

@@ -157,11 +157,11 @@ TEST(AttentionKernels, NamesAndWhatEachSaves) {
 TEST(AttentionKernels, OpsWithoutFusedAttentionRefuseIt) {
   const GptConfig config = config_by_name("tiny");
   ReferenceOps<float> ops;
-  EXPECT_EQ(ops.attention_unsupported(AttentionKernels::unfused, GemmPrecision::fp32, 64), std::nullopt);
-  const auto why = ops.attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16, 64);
+  EXPECT_EQ(ops.attention_unsupported(AttentionKernels::unfused, GemmPrecision::fp32, {64, 16}), std::nullopt);
+  const auto why = ops.attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16, {64, 16});
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("CUDA"), std::string::npos) << *why;
-  EXPECT_THROW(ops.set_attention(AttentionKernels::fused, 64), UsageError);
+  EXPECT_THROW(ops.set_attention(AttentionKernels::fused, {64, 16}), UsageError);
   EXPECT_EQ(ops.attention(), AttentionKernels::unfused);
   EXPECT_THROW(Gpt2Model<float>(config, 1, 4, ops, amp::Mode::amp_bf16, AttentionKernels::fused), UsageError);
 }

@@ -316,7 +316,7 @@ std::optional<std::string> CudaTransformerOps::unsupported(GemmPrecision precisi
 }
 
 std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKernels kernels, GemmPrecision precision,
-                                                                     int head_size) const {
+                                                                     AttentionDims dims) const {
   if (kernels == AttentionKernels::unfused) return std::nullopt;
   // What the precision rules out first: it needs no cuDNN to say.
   if (precision != GemmPrecision::fp16 && precision != GemmPrecision::bf16)
@@ -325,11 +325,16 @@ std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKe
   if (compute_major_ < 8)
     return fmt::format("cuDNN's fused attention needs compute capability 8.0 or newer; {} is {}.{}", device_name_,
                        compute_major_, compute_minor_);
-  const int largest_head = compute_major_ >= 9 ? 256 : 128;  // cuDNN's SDPA backward, its support matrix
-  if (head_size % 8 != 0 || head_size > largest_head)
+  // cuDNN's SDPA backward (its support matrix; the frontend's checks in
+  // scaled_dot_product_flash_attention.h): heads up to 256 channels on Hopper, 128 elsewhere
+  // (Blackwell included), and not one query against one key.
+  const int largest_head = compute_major_ == 9 ? 256 : 128;
+  if (dims.head_size % 8 != 0 || dims.head_size > largest_head)
     return fmt::format("cuDNN's fused attention trains heads of a multiple of 8 channels up to {} on {} (compute "
                        "capability {}.{}); this model's heads have {}",
-                       largest_head, device_name_, compute_major_, compute_minor_, head_size);
+                       largest_head, device_name_, compute_major_, compute_minor_, dims.head_size);
+  if (dims.seq_len < 2)
+    return fmt::format("cuDNN's fused attention does not train sequences of {} token", dims.seq_len);
   return fused_attention_unavailable();
 }
 

@@ -60,9 +60,10 @@ class CudaTransformerOps final : public TransformerOps<float> {
   std::string implementation() const override;
   std::optional<std::string> unsupported(GemmPrecision precision) const override;
   // Fused: fp16/bf16, compute capability 8.0 or newer, head sizes that are multiples of 8 up to
-  // what cuDNN's backward takes (256 from Hopper on, 128 before), and cuDNN loaded.
+  // what cuDNN's backward takes (256 on Hopper, 128 on the others), sequences of more than one
+  // token, and cuDNN loaded.
   std::optional<std::string> attention_unsupported(AttentionKernels kernels, GemmPrecision precision,
-                                                   int head_size) const override;
+                                                   AttentionDims dims) const override;
   void set_matmul_precision(const MatmulPrecision& precision) override;
   // One per cached cuBLASLt plan: a problem differs by precision, shape, strides, alignment and policy.
   std::vector<GemmAlgorithm> gemm_algorithms() const override;

@@ -564,11 +564,11 @@ TEST_P(CudaOpsPrecision, AttentionForwardAndBackward) {
 TEST_P(CudaOpsPrecision, FusedAttentionMatchesTheReference) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const int B = 2, T = 37, NH = 3, hs = 16, C = NH * hs;
-  if (const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GetParam(), hs)) GTEST_SKIP() << *why;
+  if (const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GetParam(), {hs, T})) GTEST_SKIP() << *why;
   const MatmulPrecision mp{GetParam(), num::Format::fp32};
   ref_.set_matmul_precision(mp);
   gpu_->set_matmul_precision(mp);
-  gpu_->set_attention(AttentionKernels::fused, hs);
+  gpu_->set_attention(AttentionKernels::fused, {hs, T});
   const auto qkv = random_floats(B * T * 3 * C, seed_, -2, 2), dout = random_floats(B * T * C, seed_ + 1);
   const auto dqkv0 = random_floats(qkv.size(), seed_ + 2);
   std::vector<float> out(B * T * C), att(B * NH * T * T), dqkv = dqkv0;
@@ -778,7 +778,7 @@ TEST_P(CudaFusedModelModes, LossAndGradientsMatchTheReferenceModel) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   ModeCase mode = GetParam();
   if (const auto why = gpu_->attention_unsupported(AttentionKernels::fused, gemm_precision(mode.mode),
-                                                   config_by_name("tiny").head_size()))
+                                                   {config_by_name("tiny").head_size(), 7}))
     GTEST_SKIP() << *why;
   mode.loss_tolerance *= 2;
   mode.gradient_tolerance *= 2;
@@ -792,28 +792,32 @@ INSTANTIATE_TEST_SUITE_P(Modes, CudaFusedModelModes,
                                            ModeCase{amp::Mode::bf16, 1e-2, 5e-2}),
                          mode_case_name);
 
-TEST_F(CudaOpsTest, FusedAttentionRefusesHeadSizesCudnnCannotTrain) {
-  if (const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16, 64))
+TEST_F(CudaOpsTest, FusedAttentionRefusesShapesCudnnCannotTrain) {
+  if (const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16, {64, 64}))
     GTEST_SKIP() << *why;
   for (int head_size : {12, 264}) {
-    const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16, head_size);
+    const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16, {head_size, 64});
     ASSERT_TRUE(why.has_value()) << head_size;
     EXPECT_NE(why->find("multiple of 8"), std::string::npos) << *why;
-    EXPECT_THROW(gpu_->set_attention(AttentionKernels::fused, head_size), UsageError);
+    EXPECT_THROW(gpu_->set_attention(AttentionKernels::fused, {head_size, 64}), UsageError);
   }
+  const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16, {64, 1});
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("sequences of 1 token"), std::string::npos) << *why;
+  EXPECT_THROW(gpu_->set_attention(AttentionKernels::fused, {64, 1}), UsageError);
 }
 
 TEST_F(CudaOpsTest, FusedAttentionRefusesFp32AndTf32) {
   for (GemmPrecision precision : {GemmPrecision::fp32, GemmPrecision::tf32}) {
-    const auto why = gpu_->attention_unsupported(AttentionKernels::fused, precision, 64);
+    const auto why = gpu_->attention_unsupported(AttentionKernels::fused, precision, {64, 64});
     ASSERT_TRUE(why.has_value()) << gemm_precision_info(precision).name;
     EXPECT_NE(why->find("fp16 or bf16"), std::string::npos) << *why;
   }
   // Asked anyway, the op names the problem instead of computing something else.
   const int B = 1, T = 8, NH = 1, C = 16;
-  if (const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16, C)) GTEST_SKIP() << *why;
+  if (const auto why = gpu_->attention_unsupported(AttentionKernels::fused, GemmPrecision::bf16, {C, T})) GTEST_SKIP() << *why;
   gpu_->set_matmul_precision({GemmPrecision::fp32, num::Format::fp32});
-  gpu_->set_attention(AttentionKernels::fused, C);
+  gpu_->set_attention(AttentionKernels::fused, {C, T});
   OpsArray<float> qkv = on_gpu(random_floats(B * T * 3 * C, seed_)), out(*gpu_, B * T * C),
                   att(*gpu_, attention_saved_elements(AttentionKernels::fused, B, T, C, NH));
   EXPECT_THROW(gpu_->attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH), BackendError);
