@@ -33,9 +33,12 @@ using MarkerActivity = CUpti_ActivityMarker2;
 
 constexpr std::size_t kBufferBytes = 8 << 20;  // CUPTI recommends 1-10 MB
 constexpr std::size_t kBufferAlign = 8;
+// Driver API calls too: a kernel's correlation id is that of the call that launched it, and
+// libraries launch some kernels through the driver (cuLaunchKernelEx), not the runtime.
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                          CUPTI_ACTIVITY_KIND_MEMSET,           CUPTI_ACTIVITY_KIND_RUNTIME,
-                                         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_MARKER};
+                                         CUPTI_ACTIVITY_KIND_DRIVER,           CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                         CUPTI_ACTIVITY_KIND_MARKER};
 constexpr auto kExternalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 
 // The CUPTI functions mpbench calls, resolved from libcupti at run time.
@@ -115,13 +118,21 @@ void check(CUptiResult r, const char* call) {
 std::mutex collected_mutex;
 Trace collected;
 std::vector<MarkerEvent> collected_markers;  // paired into collected.nvtx_ranges at stop()
+std::uint64_t collected_untimed = 0;         // GPU records CUPTI gave no times (0, 0)
 bool collector_running = false;
 
-std::string runtime_api_name(CUpti_CallbackId cbid) {
+std::string api_name(CUpti_ActivityKind kind, CUpti_CallbackId cbid) {
+  const bool runtime = kind == CUPTI_ACTIVITY_KIND_RUNTIME;
   const char* name = nullptr;
-  if (cupti().callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS && name) return name;
-  return fmt::format("runtime API {}", cbid);
+  if (cupti().callback_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) ==
+          CUPTI_SUCCESS &&
+      name)
+    return name;
+  return fmt::format("{} API {}", runtime ? "runtime" : "driver", cbid);
 }
+
+// CUPTI reports start = end = 0 when it could not collect a GPU activity's times.
+bool untimed(std::uint64_t start, std::uint64_t end) { return start == 0 && end == 0; }
 
 CopyKind copy_kind(std::uint8_t kind) {
   switch (kind) {
@@ -160,26 +171,32 @@ MarkerEvent to_marker(const MarkerActivity& m) {
   return e;
 }
 
-// Called with collected_mutex held.
+// Called with collected_mutex held. GPU records without times are counted, not kept.
 void add_record(const CUpti_Activity* record) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-      collected.kernels.push_back(to_kernel(*reinterpret_cast<const KernelActivity*>(record)));
+    case CUPTI_ACTIVITY_KIND_KERNEL: {
+      const auto& k = *reinterpret_cast<const KernelActivity*>(record);
+      if (untimed(k.start, k.end)) ++collected_untimed;
+      else collected.kernels.push_back(to_kernel(k));
       break;
+    }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& m = *reinterpret_cast<const MemcpyActivity*>(record);
-      collected.memcpys.push_back({copy_kind(m.copyKind), m.bytes, {m.start, m.end}, {m.deviceId, m.streamId, m.correlationId}});
+      if (untimed(m.start, m.end)) ++collected_untimed;
+      else collected.memcpys.push_back({copy_kind(m.copyKind), m.bytes, {m.start, m.end}, {m.deviceId, m.streamId, m.correlationId}});
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& m = *reinterpret_cast<const MemsetActivity*>(record);
-      collected.memsets.push_back({m.bytes, {m.start, m.end}, {m.deviceId, m.streamId, m.correlationId}});
+      if (untimed(m.start, m.end)) ++collected_untimed;
+      else collected.memsets.push_back({m.bytes, {m.start, m.end}, {m.deviceId, m.streamId, m.correlationId}});
       break;
     }
-    case CUPTI_ACTIVITY_KIND_RUNTIME: {
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
       const auto& a = *reinterpret_cast<const CUpti_ActivityAPI*>(record);
-      collected.api_calls.push_back({runtime_api_name(a.cbid), {a.start, a.end}, a.threadId, a.correlationId});
+      collected.api_calls.push_back({api_name(record->kind, a.cbid), {a.start, a.end}, a.threadId, a.correlationId});
       break;
     }
     case CUPTI_ACTIVITY_KIND_MARKER:
@@ -218,6 +235,7 @@ CuptiCollector::CuptiCollector() {
     if (collector_running) throw CuptiUnavailable("a CUPTI collector is already running in this process");
     collected = Trace{};
     collected_markers.clear();
+    collected_untimed = 0;
     collected.process_id = static_cast<std::uint64_t>(::getpid());
   }
   check(c.register_callbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
@@ -232,20 +250,27 @@ CuptiCollector::CuptiCollector() {
 }
 
 CuptiCollector::~CuptiCollector() {
-  if (running_) stop();
+  if (!running_) return;
+  try {
+    stop();
+  } catch (const CuptiUnavailable&) {  // a failed flush: nobody is left to read the records
+  }
 }
 
 Trace CuptiCollector::stop() {
   if (!running_) return {};
   const Cupti& c = cupti();
   for (auto kind : kKinds) c.disable(kind);
-  c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const CUptiResult flushed = c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   size_t dropped = 0;
   if (c.dropped(nullptr, 0, &dropped) == CUPTI_SUCCESS) dropped_ = dropped;
   std::lock_guard lock(collected_mutex);
   collector_running = running_ = false;
+  untimed_ = std::exchange(collected_untimed, 0);
   collected.nvtx_ranges = ranges_from_markers(std::exchange(collected_markers, {}));
-  return std::exchange(collected, Trace{});
+  Trace trace = std::exchange(collected, Trace{});
+  check(flushed, "cuptiActivityFlushAll");
+  return trace;
 }
 
 void CuptiCollector::push_external_id(std::uint64_t id) {

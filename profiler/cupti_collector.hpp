@@ -1,6 +1,6 @@
 #pragma once
-// Collects CUPTI activity records (concurrent kernels, memcpy, memset, runtime API calls,
-// external correlations, NVTX markers paired into ranges) into a Trace. libcupti is loaded with dlopen, so mpbench links no CUPTI
+// Collects CUPTI activity records (concurrent kernels, memcpy, memset, runtime and driver API
+// calls, external correlations, NVTX markers paired into ranges) into a Trace. libcupti is loaded with dlopen, so mpbench links no CUPTI
 // and runs where it is missing; every failure is a CuptiUnavailable naming the cause, and the
 // caller goes on unprofiled. `mpbench run --profile` uses it through workloads/step_profiler.hpp.
 #include <cstdint>
@@ -26,11 +26,14 @@ class CuptiCollector {
   CuptiCollector(const CuptiCollector&) = delete;
   CuptiCollector& operator=(const CuptiCollector&) = delete;
 
-  // Flushes and returns the records. Synchronize the device first: CUPTI's flush does not, and
-  // kernels still running would have no end time.
+  // Flushes and returns the records; CuptiUnavailable when the flush fails. Synchronize the device
+  // first: CUPTI's flush does not, and kernels still running would have no times.
   Trace stop();
   // Records CUPTI dropped for lack of buffer space, known after stop().
   std::uint64_t dropped_records() const { return dropped_; }
+  // Kernel, memcpy and memset records that came without times (left out of the trace), known
+  // after stop().
+  std::uint64_t untimed_records() const { return untimed_; }
 
   // API calls made on this thread while an id is pushed are tied to it (RangeRecord::external_id).
   void push_external_id(std::uint64_t id);
@@ -41,6 +44,7 @@ class CuptiCollector {
  private:
   bool running_ = false;
   std::uint64_t dropped_ = 0;
+  std::uint64_t untimed_ = 0;
 };
 
 // NVTX reaches CUPTI only if NVTX_INJECTION64_PATH names libcupti at the process's first NVTX

@@ -82,13 +82,16 @@ class CuptiStepProfiler : public StepProfiler {
       throw profiler::CuptiUnavailable(fmt::format(
           "CUPTI dropped {} activity records for lack of buffer space: the breakdown would be incomplete",
           collector_.dropped_records()));
+    if (collector_.untimed_records() > 0)
+      throw profiler::CuptiUnavailable(fmt::format(
+          "CUPTI gave {} kernel or copy records no times: the breakdown would be incomplete", collector_.untimed_records()));
     trace.ranges = ranges_.take();
     use_cupti_thread_ids(trace);
     return trace;
   }
   bool records_gpu_activity() const override { return true; }
   std::string source() const override {
-    return "CUPTI activity records (concurrent kernels, memcpy, memset, runtime API, NVTX markers), each op range pushing an "
+    return "CUPTI activity records (concurrent kernels, memcpy, memset, runtime and driver API, NVTX markers), each op range pushing an "
            "external correlation id";
   }
 
