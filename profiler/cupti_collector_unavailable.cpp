@@ -22,5 +22,8 @@ KernelCounterCollector::KernelCounterCollector(const std::vector<std::string>&, 
 }
 KernelCounterCollector::~KernelCounterCollector() = default;
 std::vector<double> KernelCounterCollector::stop() { return {}; }
+std::string first_known_metric(const std::string&, const std::vector<std::string>&) {
+  throw CuptiUnavailable("this mpbench was built without CUDA, so it has no CUPTI metric tables");
+}
 
 }  // namespace mpbench::profiler

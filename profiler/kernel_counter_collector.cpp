@@ -33,6 +33,7 @@ struct ProfilerApi {
   decltype(&cuptiProfilerGetCounterAvailability) counter_availability = nullptr;
   decltype(&cuptiProfilerHostInitialize) host_initialize = nullptr;
   decltype(&cuptiProfilerHostDeinitialize) host_deinitialize = nullptr;
+  decltype(&cuptiProfilerHostGetMetricProperties) metric_properties = nullptr;
   decltype(&cuptiProfilerHostConfigAddMetrics) add_metrics = nullptr;
   decltype(&cuptiProfilerHostGetConfigImageSize) config_image_size = nullptr;
   decltype(&cuptiProfilerHostGetConfigImage) config_image = nullptr;
@@ -47,6 +48,10 @@ struct ProfilerApi {
   decltype(&cuptiRangeProfilerDecodeData) decode = nullptr;
   decltype(&cuptiRangeProfilerGetCounterDataInfo) counter_data_info = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+};
+
+// The driver's part, apart: CUPTI's host functions (metric tables) work without a driver.
+struct DriverApi {
   decltype(&cuCtxGetCurrent) current_context = nullptr;
   decltype(&cuCtxGetDevice) context_device = nullptr;
 };
@@ -55,8 +60,6 @@ struct ProfilerApi {
 const ProfilerApi& api() {
   static const ProfilerApi loaded = [] {
     void* cupti = detail::cupti_library();
-    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!driver) throw CuptiUnavailable("the CUDA driver (libcuda.so.1) is not loadable");
     ProfilerApi a;
     resolve(cupti, "libcupti", "cuptiProfilerInitialize", a.initialize);
     resolve(cupti, "libcupti", "cuptiProfilerDeInitialize", a.deinitialize);
@@ -64,6 +67,7 @@ const ProfilerApi& api() {
     resolve(cupti, "libcupti", "cuptiProfilerGetCounterAvailability", a.counter_availability);
     resolve(cupti, "libcupti", "cuptiProfilerHostInitialize", a.host_initialize);
     resolve(cupti, "libcupti", "cuptiProfilerHostDeinitialize", a.host_deinitialize);
+    resolve(cupti, "libcupti", "cuptiProfilerHostGetMetricProperties", a.metric_properties);
     resolve(cupti, "libcupti", "cuptiProfilerHostConfigAddMetrics", a.add_metrics);
     resolve(cupti, "libcupti", "cuptiProfilerHostGetConfigImageSize", a.config_image_size);
     resolve(cupti, "libcupti", "cuptiProfilerHostGetConfigImage", a.config_image);
@@ -78,9 +82,19 @@ const ProfilerApi& api() {
     resolve(cupti, "libcupti", "cuptiRangeProfilerDecodeData", a.decode);
     resolve(cupti, "libcupti", "cuptiRangeProfilerGetCounterDataInfo", a.counter_data_info);
     resolve(cupti, "libcupti", "cuptiGetResultString", a.result_string);
-    resolve(driver, "libcuda", "cuCtxGetCurrent", a.current_context);
-    resolve(driver, "libcuda", "cuCtxGetDevice", a.context_device);
     return a;
+  }();
+  return loaded;
+}
+
+const DriverApi& driver_api() {
+  static const DriverApi loaded = [] {
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!driver) throw CuptiUnavailable("the CUDA driver (libcuda.so.1) is not loadable");
+    DriverApi d;
+    resolve(driver, "libcuda", "cuCtxGetCurrent", d.current_context);
+    resolve(driver, "libcuda", "cuCtxGetDevice", d.context_device);
+    return d;
   }();
   return loaded;
 }
@@ -143,7 +157,7 @@ namespace {
 // The chip's name and which counters it makes available in `context`.
 std::pair<std::string, std::vector<std::uint8_t>> chip_and_availability(CUcontext context) {
   CUdevice device = 0;
-  if (api().context_device(&device) != CUDA_SUCCESS) throw CuptiUnavailable("cuCtxGetDevice failed");
+  if (driver_api().context_device(&device) != CUDA_SUCCESS) throw CuptiUnavailable("cuCtxGetDevice failed");
   auto chip = cupti_params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
   chip.deviceIndex = static_cast<std::size_t>(device);
   check(api().chip_name(&chip), "cuptiDeviceGetChipName");
@@ -157,17 +171,25 @@ std::pair<std::string, std::vector<std::uint8_t>> chip_and_availability(CUcontex
 }
 
 // Adds the first candidate the chip knows to the host object's configuration; returns its name.
+// Each name is looked up first: adding an unknown one fails with INVALID_PARAMETER and leaves the
+// host object refusing every later name (CUPTI 13.0).
 std::string add_first_known_metric(CUpti_Profiler_Host_Object* host, const std::vector<std::string>& candidates,
                                    const std::string& chip) {
   for (const std::string& name : candidates) {
+    auto lookup = cupti_params<CUpti_Profiler_Host_GetMetricProperties_Params>(
+        CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
+    lookup.pHostObject = host;
+    lookup.pMetricName = name.c_str();
+    const CUptiResult known = api().metric_properties(&lookup);
+    if (known == CUPTI_ERROR_INVALID_METRIC_NAME) continue;
+    check(known, "cuptiProfilerHostGetMetricProperties");
     const char* names[] = {name.c_str()};
     auto add = cupti_params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
     add.pHostObject = host;
     add.ppMetricNames = names;
     add.numMetrics = 1;
-    const CUptiResult r = api().add_metrics(&add);
-    if (r == CUPTI_SUCCESS) return name;
-    if (r != CUPTI_ERROR_INVALID_METRIC_NAME) check(r, "cuptiProfilerHostConfigAddMetrics");
+    check(api().add_metrics(&add), "cuptiProfilerHostConfigAddMetrics");
+    return name;
   }
   throw CuptiUnavailable(fmt::format("chip {} has none of the metrics {}", chip, fmt::join(candidates, ", ")));
 }
@@ -177,7 +199,7 @@ std::string add_first_known_metric(CUpti_Profiler_Host_Object* host, const std::
 KernelCounterCollector::KernelCounterCollector(const std::vector<std::string>& candidates, std::size_t max_kernels) {
   const ProfilerApi& a = api();
   CUcontext context = nullptr;
-  if (a.current_context(&context) != CUDA_SUCCESS || context == nullptr)
+  if (driver_api().current_context(&context) != CUDA_SUCCESS || context == nullptr)
     throw CuptiUnavailable("no current CUDA context to count kernels in");
   auto session = std::make_unique<Session>();
   auto initialize = cupti_params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
@@ -195,6 +217,8 @@ KernelCounterCollector::KernelCounterCollector(const std::vector<std::string>& c
   auto size = cupti_params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
   size.pHostObject = session->host;
   check(a.config_image_size(&size), "cuptiProfilerHostGetConfigImageSize");
+  if (size.configImageSize == 0)
+    throw CuptiUnavailable(fmt::format("CUPTI made an empty configuration for {} on chip {}", metric_, chip));
   session->config.resize(size.configImageSize);
   auto image = cupti_params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
   image.pHostObject = session->host;
@@ -243,6 +267,21 @@ KernelCounterCollector::KernelCounterCollector(const std::vector<std::string>& c
 }
 
 KernelCounterCollector::~KernelCounterCollector() { delete session_; }
+
+std::string first_known_metric(const std::string& chip, const std::vector<std::string>& candidates) {
+  auto host = cupti_params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+  host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  host.pChipName = chip.c_str();
+  check(api().host_initialize(&host), "cuptiProfilerHostInitialize");
+  const std::unique_ptr<CUpti_Profiler_Host_Object, void (*)(CUpti_Profiler_Host_Object*)> owned(
+      host.pHostObject, [](CUpti_Profiler_Host_Object* object) {
+        auto deinit = cupti_params<CUpti_Profiler_Host_Deinitialize_Params>(
+            CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+        deinit.pHostObject = object;
+        api().host_deinitialize(&deinit);
+      });
+  return add_first_known_metric(owned.get(), candidates, chip);
+}
 
 std::vector<double> KernelCounterCollector::stop() {
   if (!session_) return {};

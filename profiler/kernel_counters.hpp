@@ -51,6 +51,11 @@ class KernelCounterCollector {
   std::size_t dropped_ = 0;
 };
 
+// The first of `candidates` that CUPTI's metric tables know for `chip` (a name such as "GH100",
+// as cuptiDeviceGetChipName gives it): what KernelCounterCollector would count there. Reads the
+// tables on the host, so it needs libcupti but no GPU; CuptiUnavailable when none is known.
+std::string first_known_metric(const std::string& chip, const std::vector<std::string>& candidates);
+
 // Sets tensor_pipe_pct of the kernels of `trace` from `counters`, which counted the same kernels
 // in the same order (the kernel records sorted by their launch's correlation id); or, with
 // `steps` > 1, counted one of the `steps` steps the trace holds, each launching the same kernels:

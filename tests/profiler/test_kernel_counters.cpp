@@ -77,6 +77,38 @@ TEST(KernelCounters, CarriedToTheSameKernelsOfTheSameRangesInOtherSteps) {
   EXPECT_EQ(classify_kernel(idle).tensor_cores, TensorCoreEvidence::no_evidence);
 }
 
+// Whether CUPTI itself is missing (no libcupti, a build without CUDA), the one reason to skip.
+bool cupti_missing(const CuptiUnavailable& e) {
+  const std::string what = e.what();
+  return what.find("libcupti was not found") != std::string::npos || what.find("without CUDA") != std::string::npos;
+}
+
+// CUPTI's metric tables, read on the host: each chip mpbench targets knows a tensor-pipe metric, and
+// an unknown name ahead of it is passed over (adding it would spoil the host object).
+TEST(KernelCounterMetric, EveryTargetChipKnowsATensorPipeMetric) {
+  try {
+    for (const char* chip : {"GA100", "AD102", "GH100", "GB100"})
+      EXPECT_EQ(first_known_metric(chip, tensor_pipe_metric_candidates()), tensor_pipe_metric_candidates().front())
+          << chip;
+    const std::vector<std::string> unknown_first = {"sm__no_such_metric.avg", tensor_pipe_metric_candidates().front()};
+    EXPECT_EQ(first_known_metric("GH100", unknown_first), unknown_first[1]);
+  } catch (const CuptiUnavailable& e) {
+    if (cupti_missing(e)) GTEST_SKIP() << e.what();
+    FAIL() << e.what();
+  }
+}
+
+TEST(KernelCounterMetric, NoKnownMetricIsRefusedWithTheChip) {
+  try {
+    first_known_metric("GH100", {"sm__no_such_metric.avg"});
+    ADD_FAILURE() << "an unknown metric was accepted";
+  } catch (const CuptiUnavailable& e) {
+    if (cupti_missing(e)) GTEST_SKIP() << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("chip GH100 has none of the metrics sm__no_such_metric.avg"), std::string::npos) << what;
+  }
+}
+
 TEST(KernelCounterCollector, CountsOrSaysWhyNot) {
   try {
     KernelCounterCollector collector(tensor_pipe_metric_candidates(), 16);
