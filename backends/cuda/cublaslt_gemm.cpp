@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -220,17 +221,18 @@ class CublasLtGemm final : public PreparedOp {
   // for the shape, plain CUBLAS_COMPUTE_32F keeps fp32 math too (TF32 needs FAST_TF32); the
   // fallback is recorded, and the tensor_cores flag still says what ran.
   cublasLtMatmulHeuristicResult_t best_algorithm_with_fallback(GemmPrecision precision, const GemmShape& shape) {
-    if (precision != GemmPrecision::fp32) return best_algorithm(precision, shape);
-    try {
-      return best_algorithm(precision, shape);
-    } catch (const BackendError& e) {
-      details_["fallback"] = fmt::format("no CUBLAS_COMPUTE_32F_PEDANTIC algorithm ({}); used CUBLAS_COMPUTE_32F", e.what());
+    if (precision == GemmPrecision::fp32) {
+      if (const auto found = find_algorithm()) return *found;
+      details_["fallback"] = fmt::format("cuBLASLt has no CUBLAS_COMPUTE_32F_PEDANTIC algorithm for {}; used "
+                                         "CUBLAS_COMPUTE_32F", shape_text(shape));
       types_.compute = CUBLAS_COMPUTE_32F;
       types_.compute_name = "CUBLAS_COMPUTE_32F";
       desc_ = create_matmul_desc(types_);
       configure_desc(precision);
-      return best_algorithm(precision, shape);
     }
+    if (const auto found = find_algorithm()) return *found;
+    throw BackendError(fmt::format("cuBLASLt has no algorithm for a {} GEMM with {} (cublasLtMatmulAlgoGetHeuristic "
+                                   "returned none)", gemm_precision_info(precision).name, shape_text(shape)));
   }
 
   void configure_desc(GemmPrecision precision) {
@@ -242,7 +244,9 @@ class CublasLtGemm final : public PreparedOp {
     }
   }
 
-  cublasLtMatmulHeuristicResult_t best_algorithm(GemmPrecision precision, const GemmShape& shape) const {
+  // The heuristic's first algorithm for the descriptor as it is, or nothing when it has none; any
+  // other failure throws.
+  std::optional<cublasLtMatmulHeuristicResult_t> find_algorithm() const {
     cublasLtMatmulPreference_t raw = nullptr;
     check(cublasLtMatmulPreferenceCreate(&raw), "cublasLtMatmulPreferenceCreate");
     const LtOwner<cublasLtMatmulPreference_t> preference{raw, &cublasLtMatmulPreferenceDestroy};
@@ -254,9 +258,7 @@ class CublasLtGemm final : public PreparedOp {
     const cublasStatus_t status =
         cublasLtMatmulAlgoGetHeuristic(context_.handle, desc_.get(), first_layout_.get(), second_layout_.get(),
                                        output_layout_.get(), output_layout_.get(), raw, 1, &result, &returned);
-    if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned == 0))
-      throw BackendError(fmt::format("cuBLASLt has no algorithm for a {} GEMM with {} (cublasLtMatmulAlgoGetHeuristic "
-                                     "returned none)", gemm_precision_info(precision).name, shape_text(shape)));
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned == 0)) return std::nullopt;
     check(status, "cublasLtMatmulAlgoGetHeuristic");
     check(result.state, "cublasLtMatmulAlgoGetHeuristic (state of the best result)");
     return result;

@@ -308,10 +308,13 @@ class CudaBackend final : public Backend {
     return DeviceMemory(memory);
   }
 
+  // Copied on the GEMMs' stream and waited for: that stream does not wait for the legacy one.
   DeviceMemory create_unit_scale() const {
     DeviceMemory scale = device_malloc(sizeof(float), "the fp8 unit scale");
     const float one = 1.0f;
-    check(cudaMemcpy(scale.get(), &one, sizeof one, cudaMemcpyHostToDevice), "cudaMemcpy (fp8 unit scale)");
+    check(cudaMemcpyAsync(scale.get(), &one, sizeof one, cudaMemcpyHostToDevice, stream_.get()),
+          "cudaMemcpyAsync (fp8 unit scale)");
+    check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize (fp8 unit scale)");
     return scale;
   }
 
