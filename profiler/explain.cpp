@@ -86,12 +86,13 @@ int alignment_elements(const std::string& precision) {
   return 8;
 }
 
-std::vector<std::string> misaligned_dims(const CaseResult& c) {
+// The m, n and k of `problem` (a case's params, a cuBLASLt problem record) that are not a
+// multiple of `align` elements, e.g. "n = 50257".
+std::vector<std::string> misaligned_dims(const json& problem, int align) {
   std::vector<std::string> out;
-  const int align = alignment_elements(c.precision);
   for (const char* dim : {"m", "n", "k"})
-    if (c.params.contains(dim) && c.params[dim].is_number_integer() && c.params[dim].get<long long>() % align != 0)
-      out.push_back(fmt::format("{} = {}", dim, c.params[dim].get<long long>()));
+    if (problem.contains(dim) && problem[dim].is_number_integer() && problem[dim].get<long long>() % align != 0)
+      out.push_back(fmt::format("{} = {}", dim, problem[dim].get<long long>()));
   return out;
 }
 
@@ -125,7 +126,7 @@ void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
   const json& algo = member_or_null(c.details, "algorithm");
   if (!algo.contains("tensor_cores") || !algo["tensor_cores"].is_boolean()) return;
   const bool tensor_cores = algo["tensor_cores"].get<bool>();
-  const auto misaligned = misaligned_dims(c);
+  const auto misaligned = misaligned_dims(c.params, alignment_elements(c.precision));
   json evidence = {{"tensor_cores", tensor_cores}, {"m", c.params.value("m", json())},
                    {"n", c.params.value("n", json())}, {"k", c.params.value("k", json())}};
   for (const char* field : {"algo_id", "tile", "math"})
@@ -299,7 +300,7 @@ void breakdown_rules(const CaseResult& c, const std::map<std::string, double>& m
     share_rule(mode, total, Category::gemm_cuda_core, kCudaCoreGemmShare, "gemm_not_on_tensor_cores",
                "GEMMs without Tensor Core evidence", out);
   share_rule(mode, total, Category::cast, kCastShare, "cast_overhead", "precision casts", out);
-  share_rule(mode, total, Category::optimizer, kOptimizerShare, "optimizer_share", "the optimizer step", out);
+  share_rule(mode, total, Category::optimizer, kOptimizerShare, "optimizer_share", "optimizer ops (AdamW, clipping, zeroing, loss scaling)", out);
   double memory_bound = 0;
   for (const auto& [name, s] : mode)
     if (auto cat = parse_category(name); cat && is_memory_bound(*cat)) memory_bound += s;
@@ -414,15 +415,19 @@ void gemm_algorithms_rule(const CaseResult& c, std::vector<Finding>& out) {
   };
   if (!algorithms.is_array()) throw malformed();
   const std::string policy = string_or(c.params, "tensor_cores", "on");
+  const int align = alignment_elements(c.precision);
   json off = json::array();
-  std::vector<std::string> named;
+  std::vector<std::string> named, misaligned;  // misaligned: those the heuristic chose, by their dims
   std::size_t asked = 0;
   for (const json& a : algorithms) {
     if (!a.is_object() || !a.contains("tensor_cores") || !a["tensor_cores"].is_boolean()) throw malformed();
     if (a["tensor_cores"].get<bool>()) continue;
     const json& batched = member_or_null(a, "batched");
+    const std::string gemm = string_or(a, "gemm", "an unnamed GEMM");
     if (policy == "off" || (policy == "batched-off" && batched.is_boolean() && batched.get<bool>())) ++asked;
-    named.push_back(fmt::format("{} ({})", string_or(a, "gemm", "an unnamed GEMM"), string_or(a, "problem", "?")));
+    else if (const auto dims = misaligned_dims(a, align); !dims.empty())
+      misaligned.push_back(fmt::format("{} has {}", gemm, join(dims)));
+    named.push_back(fmt::format("{} ({})", gemm, string_or(a, "problem", "?")));
     off.push_back(a);
   }
   if (off.empty()) return;
@@ -435,11 +440,17 @@ void gemm_algorithms_rule(const CaseResult& c, std::vector<Finding>& out) {
                               asked == off.size() ? std::string("it") : fmt::format("{} of them", asked), policy,
                               kept));
   }
-  if (asked < off.size())
-    why.push_back(fmt::format("cuBLASLt's heuristic chose {} (m, n or k not a multiple of {} is the usual cause)",
-                              asked > 0 ? fmt::format("the other {}", off.size() - asked) : std::string("them"),
-                              alignment_elements(c.precision)));
+  if (asked < off.size()) {
+    const std::string chosen = asked > 0 ? fmt::format("the other {}", off.size() - asked) : std::string("them");
+    why.push_back(misaligned.empty()
+                      ? fmt::format("cuBLASLt's heuristic chose {} (m, n or k not a multiple of {} is the usual cause)",
+                                    chosen, align)
+                      : fmt::format("cuBLASLt's heuristic chose {}: {}, not a multiple of {}; pad such dimensions "
+                                    "(the vocabulary: --vocab-pad 64)",
+                                    chosen, join(misaligned, "; "), align));
+  }
   json evidence = {{"algorithms", algorithms.size()}, {"off_tensor_cores", off}, {"asked_by_policy", asked}};
+  if (!misaligned.empty()) evidence["misaligned"] = misaligned;
   if (member_or_null(c.params, "tensor_cores").is_string()) evidence["tensor_cores_policy"] = policy;
   out.push_back(finding("gemm_algorithms_off_tensor_cores", "warning",
                         fmt::format("{} of {} cuBLASLt algorithms of {} have no Tensor Core op type: {}; {}",
@@ -455,6 +466,32 @@ std::optional<double> measured_speedup(const ResultDocument& doc, const CaseResu
       return s.value;
   if (base && base->seconds && c.seconds && c.seconds->median > 0) return base->seconds->median / c.seconds->median;
   return std::nullopt;
+}
+
+// A vocabulary left unpadded (--vocab-pad 1 keeps GPT-2's 50257) is a dimension of the LM head's
+// GEMMs, the step's largest; on a GPU, Tensor Core kernels want 16-byte rows. From the case's
+// config, so it speaks on every backend and without --profile.
+void vocabulary_rule(const CaseResult& c, std::vector<Finding>& out) {
+  if (c.suite != "transformer" || !gemms_should_use_tensor_cores(c.precision)) return;
+  const json& config = member_or_null(c.params, "config");
+  const json& padded = member_or_null(config, "padded_vocab");
+  if (!padded.is_number_integer()) return;
+  const long long vocab = padded.get<long long>();
+  const int align = alignment_elements(c.precision);
+  if (vocab % align == 0) return;
+  const long long suggested = (vocab + 63) / 64 * 64;
+  const bool gpu = c.backend == "cuda";
+  out.push_back(finding(
+      "misaligned_vocabulary", gpu ? "warning" : "info",
+      fmt::format("the vocabulary, padded to {}, is not a multiple of {}: it is a dimension of the LM head's GEMMs, "
+                  "the step's largest{}; --vocab-pad 64 pads it to {}",
+                  vocab, align,
+                  gpu ? ", and Tensor Core kernels want 16-byte rows, so cuBLASLt may choose slower or CUDA-core "
+                        "kernels for them"
+                      : "",
+                  suggested),
+      {{"padded_vocab", vocab}, {"vocab_pad", member_or_null(config, "vocab_pad")}, {"alignment", align},
+       {"suggested_padded_vocab", suggested}}));
 }
 
 CaseExplanation explain_case(const ResultDocument& doc, const CaseResult& c, const CaseResult* base,
@@ -483,6 +520,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const CaseResult& c, con
     memory_rule(c, *base, e.findings);
   }
   gemm_algorithms_rule(c, e.findings);
+  vocabulary_rule(c, e.findings);
   return e;
 }
 

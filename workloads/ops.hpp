@@ -132,6 +132,7 @@ struct GemmAlgorithm {
   bool tensor_cores = false;  // the numerical implementation flags have a Tensor Core op type
   std::uint64_t numerical_impl_flags = 0;
   std::string compute_type;  // e.g. "CUBLAS_COMPUTE_32F"
+  std::int64_t m = 0, n = 0, k = 0;  // the problem's dimensions (problem says them too)
 };
 
 // Which GEMMs may run on Tensor Cores: a GPU counterfactual (`mpbench run --tensor-cores`). on: the

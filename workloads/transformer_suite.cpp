@@ -293,7 +293,10 @@ nlohmann::json gemm_algorithms_json(const TransformerOps<float>& ops, amp::Mode 
                    {"batched", a.batched},
                    {"tensor_cores", a.tensor_cores},
                    {"numerical_impl_flags", fmt::format("{:#x}", a.numerical_impl_flags)},
-                   {"compute_type", a.compute_type}});
+                   {"compute_type", a.compute_type},
+                   {"m", a.m},
+                   {"n", a.n},
+                   {"k", a.k}});
   }
   return out;
 }

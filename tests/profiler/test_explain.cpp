@@ -136,6 +136,21 @@ TEST(Explain, BreakdownRulesFireWithTheirEvidence) {
   EXPECT_TRUE(bf16.findings.empty()) << bf16.findings.front().rule;
 }
 
+TEST(Explain, AnOptimizerShareAboveATenthIsNamed) {
+  // bf16 20 ms: GEMMs 14, optimizer 4 (20%), elementwise 2.
+  const auto doc = document(json::array(
+      {case_json("transformer", "t", "cuda", "fp32", 0.1, profiled({{"gemm_cuda_core", 0.09}, {"optimizer", 0.01}}, 0, 0.1)),
+       case_json("transformer", "t", "cuda", "bf16", 0.02,
+                 profiled({{"gemm_tensor_core", 0.014}, {"optimizer", 0.004}, {"elementwise", 0.002}}, 0, 0.02))}));
+  const auto e = explain(doc);
+  const auto* f = finding(case_named(e, "transformer/t/cuda/bf16"), "optimizer_share");
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->evidence["share"].get<double>(), 0.2, 1e-12);
+  EXPECT_NE(f->message.find("optimizer ops (AdamW, clipping, zeroing, loss scaling) take 20.0% of the step (4"),
+            std::string::npos)
+      << f->message;
+}
+
 TEST(Explain, AttentionKernelsThatDifferFromTheBaselineAreNamed) {
   // fp32 100 ms = GEMM 60 + attention 30 + other 10, unfused; amp-bf16 30 ms = GEMM 15 + attention 5
   // + other 10, fused: attention alone 30/5 = 6x, saving 25 of the 100 ms.
@@ -290,6 +305,67 @@ TEST(Explain, GemmAlgorithmsKeptOffByTheTensorCorePolicySaySo) {
     EXPECT_NE(f->message.find(part), std::string::npos) << part << ": " << f->message;
 }
 
+TEST(Explain, GemmAlgorithmsOffTensorCoresNameTheirMisalignedDimensions) {
+  // --vocab-pad 1: the LM head's problems have the vocabulary 50257 as a dimension.
+  json algorithms = amp_fp16_algorithms(true);
+  json lm_head = algorithm("matmul forward (inp weight^T)", "fp16 GEMM m=50257 n=8192 k=768", false, false);
+  lm_head.update({{"m", 50257}, {"n", 8192}, {"k", 768}});
+  json aligned = algorithm("matmul input gradient (dout weight)", "fp16 GEMM m=768 n=8192 k=3072", false, false);
+  aligned.update({{"m", 768}, {"n", 8192}, {"k", 3072}});
+  algorithms.push_back(lm_head);
+  const auto e = explain(transformer_pair("on", algorithms));
+  const auto* f = finding(case_named(e, "transformer/t/cuda/amp-fp16"), "gemm_algorithms_off_tensor_cores");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->evidence["misaligned"], json::array({"matmul forward (inp weight^T) has m = 50257"}));
+  for (const char* part : {"1 of 7", "cuBLASLt's heuristic chose them: matmul forward (inp weight^T) has m = 50257, "
+                           "not a multiple of 8; pad such dimensions (the vocabulary: --vocab-pad 64)"})
+    EXPECT_NE(f->message.find(part), std::string::npos) << part << ": " << f->message;
+  // Off Tensor Cores at aligned dimensions: no dimension to blame.
+  algorithms.back() = aligned;
+  const auto quiet = explain(transformer_pair("on", algorithms));
+  const auto* g = finding(case_named(quiet, "transformer/t/cuda/amp-fp16"), "gemm_algorithms_off_tensor_cores");
+  ASSERT_TRUE(g);
+  EXPECT_FALSE(g->evidence.contains("misaligned"));
+  EXPECT_EQ(g->message.find("pad such"), std::string::npos) << g->message;
+}
+
+// Cases of a transformer run whose config pads the vocabulary to `padded_vocab`.
+ResultDocument vocabulary_pair(long long padded_vocab, const std::string& backend, const std::string& mode) {
+  const json params = {{"config", {{"name", "gpt2-124m"}, {"vocab", 50257}, {"padded_vocab", padded_vocab},
+                                   {"vocab_pad", padded_vocab == 50257 ? 1 : 64}}}};
+  return document(json::array({case_json("transformer", "t", backend, "fp32", 0.100, json::object(), params),
+                               case_json("transformer", "t", backend, mode, 0.080, json::object(), params)}));
+}
+
+TEST(Explain, AnUnpaddedVocabularyIsNamedWithThePadding) {
+  const auto e = explain(vocabulary_pair(50257, "cuda", "amp-bf16"));
+  const auto* f = finding(case_named(e, "transformer/t/cuda/amp-bf16"), "misaligned_vocabulary");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, "warning");
+  EXPECT_EQ(f->evidence["suggested_padded_vocab"], 50304);
+  EXPECT_EQ(f->evidence["alignment"], 8);
+  for (const char* part : {"padded to 50257, is not a multiple of 8", "LM head", "Tensor Core kernels",
+                           "--vocab-pad 64 pads it to 50304"})
+    EXPECT_NE(f->message.find(part), std::string::npos) << part << ": " << f->message;
+  // tf32's rows are 4 elements of 16 bytes; on a CPU the Tensor Core remark has no place.
+  const auto tf32 = explain(vocabulary_pair(50257, "cuda", "tf32"));
+  ASSERT_TRUE(finding(case_named(tf32, "transformer/t/cuda/tf32"), "misaligned_vocabulary"));
+  EXPECT_EQ(finding(case_named(tf32, "transformer/t/cuda/tf32"), "misaligned_vocabulary")->evidence["alignment"], 4);
+  const auto cpu = explain(vocabulary_pair(50257, "cpu", "bf16"));
+  const auto* c = finding(case_named(cpu, "transformer/t/cpu/bf16"), "misaligned_vocabulary");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->severity, "info");
+  EXPECT_EQ(c->message.find("Tensor Core"), std::string::npos) << c->message;
+}
+
+TEST(Explain, APaddedVocabularyOrFp32SaysNothingOfIt) {
+  const auto padded = explain(vocabulary_pair(50304, "cuda", "amp-bf16"));
+  for (const auto& c : padded.cases) EXPECT_FALSE(finding(c, "misaligned_vocabulary")) << c.id;
+  const auto fp32 = explain(vocabulary_pair(50257, "cuda", "amp-bf16"));
+  for (const auto& c : fp32.cases)
+    if (c.precision == "fp32") EXPECT_FALSE(finding(c, "misaligned_vocabulary"));
+}
+
 TEST(Explain, GemmAlgorithmsRuleStaysQuietOnTensorCoresAndInFp32) {
   const auto on = explain(transformer_pair("on", amp_fp16_algorithms(true)));
   EXPECT_FALSE(finding(case_named(on, "transformer/t/cuda/amp-fp16"), "gemm_algorithms_off_tensor_cores"));
@@ -304,8 +380,8 @@ TEST(Explain, GemmAlgorithmsRuleStaysQuietOnTensorCoresAndInFp32) {
   EXPECT_FALSE(finding(case_named(against_amp, "transformer/t/cuda/fp32"), "gemm_algorithms_off_tensor_cores"));
   // tf32 GEMMs should use Tensor Cores too; their rows align at 4 elements.
   json tf32 = json::array({algorithm("matmul forward (inp weight^T)", "tf32 GEMM m=768 n=8192 k=767", false, false)});
-  const auto* f = finding(case_named(explain(transformer_pair("on", tf32, nullptr, "tf32")), "transformer/t/cuda/tf32"),
-                          "gemm_algorithms_off_tensor_cores");
+  const auto tf32_explained = explain(transformer_pair("on", tf32, nullptr, "tf32"));
+  const auto* f = finding(case_named(tf32_explained, "transformer/t/cuda/tf32"), "gemm_algorithms_off_tensor_cores");
   ASSERT_TRUE(f);
   EXPECT_NE(f->message.find("multiple of 4"), std::string::npos) << f->message;
 }

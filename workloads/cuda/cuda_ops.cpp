@@ -364,7 +364,7 @@ std::vector<GemmAlgorithm> CudaTransformerOps::gemm_algorithms() const {
   for (const auto& [key, plan] : plans_->plans) {
     algorithms.push_back({plan.name, problem_text(key), key.precision, key.batch > 1,
                           uses_tensor_cores(plan.numerical_impl_flags), plan.numerical_impl_flags,
-                          compute_type_name(plan.compute)});
+                          compute_type_name(plan.compute), key.m, key.n, key.k});
   }
   return algorithms;
 }
