@@ -19,10 +19,16 @@ MPB_HD std::uint32_t random_word(std::uint64_t seed, std::uint64_t index) {
   return static_cast<std::uint32_t>(mix64(seed, index) >> 32);
 }
 
-// Uniform in [lo, hi): 24 random bits give an exact float in [0, 1).
+// Uniform in [lo, hi): 24 random bits give an exact float in [0, 1). On the device the product and
+// the sum are rounded apart, as on the host: nvcc would fuse them into one FMA, and the GPU would
+// fill other values than the CPU and the reference.
 MPB_HD float uniform_at(std::uint64_t seed, std::uint64_t index, float lo, float hi) {
   const float unit = static_cast<float>(mix64(seed, index) >> 40) * (1.0f / 16777216.0f);
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(lo, __fmul_rn(hi - lo, unit));
+#else
   return lo + (hi - lo) * unit;
+#endif
 }
 
 }  // namespace mpbench
