@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "backends/cpu/cpu_backend.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
@@ -33,11 +35,11 @@ std::unique_ptr<Backend> make_cuda(int index) {
 
 int parse_cuda_index(const std::string& device) {
   if (device == "cuda") return 0;
+  const bool digits = device.size() > 5 && device.compare(0, 5, "cuda:") == 0 &&
+                      std::all_of(device.begin() + 5, device.end(), [](char c) { return c >= '0' && c <= '9'; });
   try {
-    std::size_t used = 0;
-    const int index = std::stoi(device.substr(5), &used);
-    if (used == device.size() - 5 && index >= 0) return index;
-  } catch (const std::exception&) {
+    if (digits) return std::stoi(device.substr(5));
+  } catch (const std::out_of_range&) {
   }
   throw UsageError(fmt::format("bad device '{}': use cuda or cuda:N with N a GPU index", device));
 }

@@ -48,6 +48,8 @@ const BadInput kBadInputs[] = {
     {"precision_of_another_suite", {"run", "--suite", "bandwidth", "--precision", "tf32"}, "unknown precision 'tf32'"},
     {"unknown_device", {"run", "--suite", "gemm", "--device", "tpu"}, "unknown device 'tpu'"},
     {"bad_cuda_index", {"run", "--suite", "gemm", "--device", "cuda:x"}, "cuda:N"},
+    {"cuda_index_without_colon", {"run", "--suite", "gemm", "--device", "cuda-1"}, "bad device 'cuda-1'"},
+    {"cuda_index_with_a_space", {"run", "--suite", "gemm", "--device", "cuda: 1"}, "bad device 'cuda: 1'"},
     {"precision_device_cannot_do", {"run", "--suite", "gemm", "--device", "cpu", "--precision", "tf32"}, "--precision"},
     {"unwritable_out", {"run", "--suite", "gemm", "--device", "cpu", "--out", "/nonexistent-folder/r.json"}, "/nonexistent-folder"},
     {"shape_too_large", {"run", "--suite", "gemm", "--device", "cpu", "--shape", "1000000x1000000x1000000"}, "smaller shape"},
