@@ -20,8 +20,10 @@ void check(cublasStatus_t status, std::string_view call) {
                                  cublasLtGetStatusName(status)));
 }
 
+// The message is formatted only on failure: this runs after every launch of a training step.
 void check_launch(std::string_view kernel) {
-  check(cudaGetLastError(), fmt::format("launch of kernel {}", kernel));
+  if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess)
+    check(status, fmt::format("launch of kernel {}", kernel));
 }
 
 }  // namespace mpbench::cuda

@@ -455,10 +455,11 @@ void CudaTransformerOps::gemm(const GemmCall& call) {
   const GemmPlan& plan = found->second;
   const float alpha = 1.0f;
   const float beta = call.accumulate ? 1.0f : 0.0f;
-  check(cublasLtMatmul(lt_.get(), plan.desc.get(), &alpha, call.a, plan.a.get(), call.b, plan.b.get(), &beta, call.d,
-                       plan.d.get(), call.d, plan.d.get(), &plan.algo, scratch_[kLtWorkspace].data(),
-                       scratch_[kLtWorkspace].size(), stream_.get()),
-        fmt::format("cublasLtMatmul ({})", problem_text(key)));
+  const cublasStatus_t status =
+      cublasLtMatmul(lt_.get(), plan.desc.get(), &alpha, call.a, plan.a.get(), call.b, plan.b.get(), &beta, call.d,
+                     plan.d.get(), call.d, plan.d.get(), &plan.algo, scratch_[kLtWorkspace].data(),
+                     scratch_[kLtWorkspace].size(), stream_.get());
+  if (status != CUBLAS_STATUS_SUCCESS) check(status, fmt::format("cublasLtMatmul ({})", problem_text(key)));
 }
 
 void CudaTransformerOps::gemm_add(Tensor<float> dst, std::size_t count, GemmCall call) {
