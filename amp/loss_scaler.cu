@@ -51,11 +51,13 @@ DeviceLossScaler::DeviceLossScaler(ScalerConfig config, cudaStream_t stream)
     : config_(config), stream_(stream) {
   check(cudaMalloc(&state_, sizeof(ScalerState)), "cudaMalloc(loss scaler state)");
   const ScalerState initial = initial_scaler_state(config);
-  // Synchronous on purpose: `initial` is a stack variable.
-  const cudaError_t copied = cudaMemcpy(state_, &initial, sizeof initial, cudaMemcpyHostToDevice);
+  // On the scaler's stream, and waited for: `initial` is a stack variable, and a plain cudaMemcpy
+  // may return before its DMA lands, unordered with a non-blocking stream's kernels.
+  cudaError_t copied = cudaMemcpyAsync(state_, &initial, sizeof initial, cudaMemcpyHostToDevice, stream_);
+  if (copied == cudaSuccess) copied = cudaStreamSynchronize(stream_);
   if (copied != cudaSuccess) {
     cudaFree(state_);
-    check(copied, "cudaMemcpy(loss scaler state)");
+    check(copied, "cudaMemcpyAsync(loss scaler state)");
   }
 }
 
