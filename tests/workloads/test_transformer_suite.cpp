@@ -316,11 +316,11 @@ TEST(TransformerSuite, EachModeRecordsTheGemmAlgorithmsOfItsPrecision) {
   o.modes = {amp::Mode::fp32, amp::Mode::amp_fp16, amp::Mode::amp_bf16};
   const TransformerPlan plan = plan_transformer_run(o, device);
   ReportingOps ops({{"matmul forward (inp weight^T)", "bf16 GEMM m=64 n=16 k=64", GemmPrecision::bf16, false, true,
-                     0x20202, "CUBLAS_COMPUTE_32F"},
+                     0x20202, "CUBLAS_COMPUTE_32F", 64, 16, 64},
                     {"matmul forward (inp weight^T)", "fp32 GEMM m=64 n=16 k=64", GemmPrecision::fp32, false, false,
-                     0x80201, "CUBLAS_COMPUTE_32F_PEDANTIC"},
+                     0x80201, "CUBLAS_COMPUTE_32F_PEDANTIC", 64, 16, 64},
                     {"attention scores (q k^T)", "bf16 GEMM m=16 n=16 k=16 batch=16", GemmPrecision::bf16, true,
-                     false, 0x20201, "CUBLAS_COMPUTE_32F_PEDANTIC"}});
+                     false, 0x20201, "CUBLAS_COMPUTE_32F_PEDANTIC", 16, 16, 16}});
   const auto outcome = run_transformer_suite(plan, ops, device, [](const std::string&) {});
   ASSERT_EQ(outcome.cases.size(), 3u);
   for (const CaseResult& c : outcome.cases) ASSERT_EQ(c.status, CaseStatus::ok) << c.precision << ": " << c.message;
@@ -333,7 +333,10 @@ TEST(TransformerSuite, EachModeRecordsTheGemmAlgorithmsOfItsPrecision) {
                             {"batched", false},
                             {"tensor_cores", false},
                             {"numerical_impl_flags", "0x80201"},
-                            {"compute_type", "CUBLAS_COMPUTE_32F_PEDANTIC"}}));
+                            {"compute_type", "CUBLAS_COMPUTE_32F_PEDANTIC"},
+                            {"m", 64},
+                            {"n", 16},
+                            {"k", 64}}));
   EXPECT_FALSE(outcome.cases[1].details.contains("gemm_algorithms")) << "no fp16 algorithm: nothing to record";
   const nlohmann::json& bf16 = outcome.cases[2].details;
   ASSERT_TRUE(bf16.contains("gemm_algorithms")) << bf16.dump();
@@ -347,7 +350,10 @@ TEST(TransformerSuite, EachModeRecordsTheGemmAlgorithmsOfItsPrecision) {
                             {"batched", true},
                             {"tensor_cores", false},
                             {"numerical_impl_flags", "0x20201"},
-                            {"compute_type", "CUBLAS_COMPUTE_32F_PEDANTIC"}}));
+                            {"compute_type", "CUBLAS_COMPUTE_32F_PEDANTIC"},
+                            {"m", 16},
+                            {"n", 16},
+                            {"k", 16}}));
 }
 
 TEST(TransformerSuite, AnInterruptKeepsOnlyFinishedModes) {
