@@ -273,7 +273,9 @@ TEST_F(CudaGpu, GemmRecordsTheAlgorithmAndWhetherTensorCoresRunIt) {
                               "numerical_impl_flags", "math", "compute_type"})
       EXPECT_TRUE(details->contains(field)) << field << " in " << details->dump();
   EXPECT_FALSE(fp32.at("tensor_cores").get<bool>()) << fp32.dump();
-  EXPECT_EQ(fp32.at("compute_type"), "CUBLAS_COMPUTE_32F_PEDANTIC");
+  // Pedantic unless cuBLASLt had no pedantic algorithm for the shape, which the record then says.
+  EXPECT_EQ(fp32.at("compute_type"), fp32.contains("fallback") ? "CUBLAS_COMPUTE_32F" : "CUBLAS_COMPUTE_32F_PEDANTIC")
+      << fp32.dump();
   EXPECT_TRUE(bf16.at("tensor_cores").get<bool>()) << bf16.dump();
   const std::size_t workspace = backend_->device().compute_capability_major >= 9 ? (32u << 20) : (4u << 20);
   EXPECT_EQ(bf16.at("workspace_limit_bytes").get<std::size_t>(), workspace);
