@@ -69,14 +69,16 @@ echo "pack built at revision $pack_revision; tree at $tree_revision"
 [[ $pack_revision == "$tree_revision" ]] || echo "check: WARNING: the pack was built from another revision than this tree"
 ls "$pack/bin" "$pack/lib"
 
-# CUDA's libraries: the toolkit's, or the ones PyTorch's wheels bring (cuBLASLt; cuDNN, which
-# mpbench loads at run time for the fused attention).
+# CUDA's libraries: the toolkit's, or the ones PyTorch's wheels bring (cuBLASLt; cuDNN and CUPTI,
+# which mpbench loads at run time for the fused attention and the profiler).
 cuda_dirs=()
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [[ -d $d ]] && cuda_dirs+=("$d"); done
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/extras/CUPTI/lib64; do
+  [[ -d $d ]] && cuda_dirs+=("$d")
+done
 while IFS= read -r d; do cuda_dirs+=("$d"); done < <(python3 - <<'PY' 2>/dev/null
 import glob, os, site
 for s in site.getsitepackages():
-    for name in ("libcublasLt.so*", "libcudnn.so.9*"):
+    for name in ("libcublasLt.so*", "libcudnn.so.9*", "libcupti.so*"):
         for p in sorted(set(glob.glob(os.path.join(s, "nvidia", "**", name), recursive=True))):
             print(os.path.dirname(p))
 PY
@@ -95,7 +97,12 @@ step "mpbench env"
 step "tests"
 tests_file="$pack/tests.txt"  # its lines go into check.log: the 8 files are spoken for
 : > "$tests_file"
-tests=${MPBENCH_CHECK_TESTS:-$(ls "$pack/bin" | grep '^test_')}
+# The binaries with GPU tests first, should the budget run out.
+gpu_first=(test_workloads_cuda test_cuda_specific test_backends test_profiler test_amp test_microbench)
+tests=${MPBENCH_CHECK_TESTS:-$(
+  for t in "${gpu_first[@]}"; do [[ -x $pack/bin/$t ]] && echo "$t"; done
+  ls "$pack/bin" | grep '^test_' | grep -vxF -f <(printf '%s\n' "${gpu_first[@]}")
+)}
 tests_end=$(($(date +%s) + budget * 2 / 5))  # the tests get two fifths of the budget at most
 for t in $tests; do
   echo "-- $t" | tee -a "$tests_file"
