@@ -50,7 +50,19 @@ BackendChoice choose_backend(const std::string& device) {
   if (device == "auto") {
     if (auto why = cuda_unavailable_reason())
       return {cpu::make_backend(), fmt::format("{}: --device auto falls back to the CPU", *why)};
-    return {make_cuda(0), ""};
+    // A GPU that is there but cannot be set up (no kernel image for it, no memory left) is not
+    // usable either: auto says why and goes on where it can.
+    const auto fall_back = [](const std::exception& e) {
+      return BackendChoice{cpu::make_backend(),
+                           fmt::format("GPU 0 is not usable ({}): --device auto falls back to the CPU", e.what())};
+    };
+    try {
+      return {make_cuda(0), ""};
+    } catch (const BackendError& e) {
+      return fall_back(e);
+    } catch (const OutOfMemoryError& e) {
+      return fall_back(e);
+    }
   }
   if (device.rfind("cuda", 0) == 0) {
     const int index = parse_cuda_index(device);
