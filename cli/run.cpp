@@ -188,9 +188,11 @@ int run_benchmarks(const RunOptions& options) {
   if (specs.empty() && !plan)
     throw UsageError(fmt::format("no case matches --filter '{}': see `mpbench list`", options.filter));
 
-  std::fprintf(stderr, "mpbench: %zu cases%s on %s (%s)\n", specs.size(),
-               plan ? fmt::format(" and {} training modes", plan->modes.size()).c_str() : "",
-               backend.device().name.c_str(), backend.device().backend.c_str());
+  std::vector<std::string> work;
+  if (!specs.empty() || !plan) work.push_back(fmt::format("{} case{}", specs.size(), specs.size() == 1 ? "" : "s"));
+  if (plan) work.push_back(fmt::format("{} training mode{}", plan->modes.size(), plan->modes.size() == 1 ? "" : "s"));
+  fmt::print(stderr, "mpbench: {} on {} ({})\n", fmt::join(work, " and "), backend.device().name,
+             backend.device().backend);
   install_interrupt_handler();
   microbench::RunOutcome outcome;
   if (!specs.empty()) {
