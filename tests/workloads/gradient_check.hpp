@@ -19,6 +19,13 @@ inline std::uint64_t fresh_seed() {
   return (std::uint64_t{device()} << 32) | device();
 }
 
+// n token ids in [0, vocab), value i a function of (seed, i) alone.
+inline std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::uint64_t seed) {
+  std::vector<std::int32_t> tokens(n);
+  for (std::size_t i = 0; i < n; ++i) tokens[i] = static_cast<std::int32_t>(mix64(seed, i) % vocab);
+  return tokens;
+}
+
 // n values uniform in [lo, hi), never all zero.
 inline std::vector<double> random_values(std::size_t n, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
   std::vector<double> v(n);

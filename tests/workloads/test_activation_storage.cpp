@@ -70,11 +70,8 @@ Pass one_pass(amp::Mode mode, ActivationStorage storage, std::uint64_t seed) {
   const auto noise = testing::random_values(params.size(), seed + 1, -0.05, 0.05);
   for (std::size_t i = 0; i < params.size(); ++i) params[i] += static_cast<float>(noise[i]);
   model.upload_params(params);
-  std::vector<std::int32_t> inputs(B * T), targets(B * T);
-  for (int i = 0; i < B * T; ++i) {
-    inputs[i] = static_cast<std::int32_t>(mix64(seed + 2, i) % config.vocab);
-    targets[i] = static_cast<std::int32_t>(mix64(seed + 3, i) % config.vocab);
-  }
+  const auto inputs = testing::random_tokens(B * T, config.vocab, seed + 2);
+  const auto targets = testing::random_tokens(B * T, config.vocab, seed + 3);
   model.zero_grad();
   Pass pass;
   pass.loss = model.forward(inputs.data(), targets.data());

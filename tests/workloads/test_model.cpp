@@ -12,11 +12,7 @@
 namespace mpbench::workloads {
 namespace {
 
-std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::uint64_t seed) {
-  std::vector<std::int32_t> tokens(n);
-  for (std::size_t i = 0; i < n; ++i) tokens[i] = static_cast<std::int32_t>(mix64(seed, i) % vocab);
-  return tokens;
-}
+using testing::random_tokens;
 
 TEST(Gpt2Model, GradientsMatchFiniteDifferences) {
   const std::uint64_t seed = testing::fresh_seed();

@@ -477,11 +477,8 @@ TEST_P(CpuModel, MatchesTheReferenceModel) {
   }
   cpu_model.upload_params(params);
   ref_model.upload_params(params);
-  std::vector<std::int32_t> inputs(B * T), targets(B * T);
-  for (int i = 0; i < B * T; ++i) {
-    inputs[i] = static_cast<std::int32_t>(mix64(seed + 2, i) % config.vocab);
-    targets[i] = static_cast<std::int32_t>(mix64(seed + 3, i) % config.vocab);
-  }
+  const auto inputs = testing::random_tokens(B * T, config.vocab, seed + 2);
+  const auto targets = testing::random_tokens(B * T, config.vocab, seed + 3);
   cpu_model.zero_grad();
   ref_model.zero_grad();
   const double cpu_loss = cpu_model.forward(inputs.data(), targets.data());
@@ -534,11 +531,8 @@ TEST_P(CpuHalfStorage, MatchesTheEmulationInLessMemory) {
   ASSERT_EQ(half.activation_storage(), ActivationStorage::half);
   half.init(seed);
   emulated.upload_params(half.download_params());
-  std::vector<std::int32_t> inputs(B * T), targets(B * T);
-  for (int i = 0; i < B * T; ++i) {
-    inputs[i] = static_cast<std::int32_t>(mix64(seed + 2, i) % config.vocab);
-    targets[i] = static_cast<std::int32_t>(mix64(seed + 3, i) % config.vocab);
-  }
+  const auto inputs = testing::random_tokens(B * T, config.vocab, seed + 2);
+  const auto targets = testing::random_tokens(B * T, config.vocab, seed + 3);
   half.zero_grad();
   emulated.zero_grad();
   EXPECT_EQ(half.forward(inputs.data(), targets.data()), emulated.forward(inputs.data(), targets.data()));

@@ -42,11 +42,7 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double lo = 
   return std::vector<float>(values.begin(), values.end());
 }
 
-std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::uint64_t seed) {
-  std::vector<std::int32_t> tokens(n);
-  for (std::size_t i = 0; i < n; ++i) tokens[i] = static_cast<std::int32_t>(mix64(seed, i) % vocab);
-  return tokens;
-}
+using testing::random_tokens;
 
 // One unit in the last place of `format` at |x| (its smallest subnormal near 0).
 double ulp(double x, num::Format format) {
