@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "amp/policy.hpp"
 #include "core/random.hpp"
 
 namespace mpbench::workloads::testing {
@@ -17,6 +19,13 @@ namespace mpbench::workloads::testing {
 inline std::uint64_t fresh_seed() {
   std::random_device device;
   return (std::uint64_t{device()} << 32) | device();
+}
+
+// A test name for a precision mode: its name without dashes (amp-bf16: ampbf16).
+inline std::string mode_test_name(const ::testing::TestParamInfo<amp::Mode>& info) {
+  std::string name(amp::mode_name(info.param));
+  std::erase(name, '-');
+  return name;
 }
 
 // n token ids in [0, vocab), value i a function of (seed, i) alone.

@@ -100,12 +100,9 @@ TEST_P(HalfStorageModes, ComputesExactlyWhatTheEmulationComputes) {
   EXPECT_LT(half.activation_bytes, emulated.activation_bytes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, HalfStorageModes, ::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16),
-                         [](const auto& info) {
-                           std::string name(amp::mode_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Modes, HalfStorageModes,
+                         ::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16),
+                         testing::mode_test_name);
 
 TEST(HalfStorage, Fp32HasNoHalfActivations) {
   const Pass fp32 = one_pass(amp::Mode::fp32, ActivationStorage::half, testing::fresh_seed());

@@ -507,11 +507,7 @@ TEST_P(CpuModel, MatchesTheReferenceModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, CpuModel, ::testing::Values(amp::Mode::fp32, amp::Mode::amp_bf16, amp::Mode::bf16),
-                         [](const auto& info) {
-                           std::string name(amp::mode_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         testing::mode_test_name);
 
 // Half storage on the CPU ops (rows decoded to fp32 and rounded back, bf16 GEMM operands read in
 // place) against the same ops emulating it with fp32 buffers rounded after each op: the same
@@ -548,11 +544,7 @@ TEST_P(CpuHalfStorage, MatchesTheEmulationInLessMemory) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, CpuHalfStorage,
                          ::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16),
-                         [](const auto& info) {
-                           std::string name(amp::mode_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         testing::mode_test_name);
 
 TEST(CpuTraining, TinyTrainsInAmpBf16) {
   const GptConfig config = config_by_name("tiny");
