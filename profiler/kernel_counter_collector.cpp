@@ -120,6 +120,12 @@ void check(CUptiResult r, const char* call) {
   throw CuptiUnavailable(fmt::format("{} failed: {}{}", call, what, hint));
 }
 
+void deinitialize_host(CUpti_Profiler_Host_Object* host) {
+  auto deinit = cupti_params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+  deinit.pHostObject = host;
+  api().host_deinitialize(&deinit);
+}
+
 }  // namespace
 
 struct KernelCounterCollector::Session {
@@ -140,11 +146,7 @@ struct KernelCounterCollector::Session {
       disable.pRangeProfilerObject = profiler;
       api().disable(&disable);
     }
-    if (host) {
-      auto deinit = cupti_params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
-      deinit.pHostObject = host;
-      api().host_deinitialize(&deinit);
-    }
+    if (host) deinitialize_host(host);
     if (initialized) {
       auto deinit = cupti_params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
       api().deinitialize(&deinit);
@@ -273,13 +275,8 @@ std::string first_known_metric(const std::string& chip, const std::vector<std::s
   host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   host.pChipName = chip.c_str();
   check(api().host_initialize(&host), "cuptiProfilerHostInitialize");
-  const std::unique_ptr<CUpti_Profiler_Host_Object, void (*)(CUpti_Profiler_Host_Object*)> owned(
-      host.pHostObject, [](CUpti_Profiler_Host_Object* object) {
-        auto deinit = cupti_params<CUpti_Profiler_Host_Deinitialize_Params>(
-            CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
-        deinit.pHostObject = object;
-        api().host_deinitialize(&deinit);
-      });
+  const std::unique_ptr<CUpti_Profiler_Host_Object, void (*)(CUpti_Profiler_Host_Object*)> owned(host.pHostObject,
+                                                                                                &deinitialize_host);
   return add_first_known_metric(owned.get(), candidates, chip);
 }
 
