@@ -2,7 +2,8 @@
 """PyTorch eager GPT-2 training with bf16 autocast (or another mode) on this GPU, for the
 transformer target: mpbench's gpt2-124m bf16 tokens/s against PyTorch's on the same config, in the
 same device call. A plain nanoGPT-style model written here (pre-LayerNorm blocks, fused QKV,
-scaled_dot_product_attention with is_causal, tanh-GELU MLP, tied LM head, vocabulary padded to 50304),
+scaled_dot_product_attention with is_causal, tanh-GELU MLP, tied LM head, vocabulary padded to 50304,
+GPT-2's initialisation),
 AdamW (0.9, 0.95, weight decay 0.1), random tokens; steps timed with CUDA events after warm-up."""
 import argparse
 import json
@@ -42,9 +43,45 @@ def build_model(torch, layers, heads, channels, vocab, max_seq):
             for block in self.blocks:
                 x = block(x)
             logits = F.linear(self.ln_f(x), self.wte.weight)
-            return F.cross_entropy(logits.float().view(-1, vocab), targets.view(-1))
+            return F.cross_entropy(logits.float().reshape(-1, vocab), targets.reshape(-1))
 
-    return Gpt()
+    return init_like_gpt2(torch, Gpt(), layers)
+
+
+def init_like_gpt2(torch, model, layers):
+    """GPT-2's initialisation, as mpbench's model has it: matrices normal(0, 0.02), the residual
+    projections scaled by 1/sqrt(2 layers), biases 0 (LayerNorm keeps weight 1, bias 0)."""
+    nn = torch.nn
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                std = 0.02 / (2 * layers) ** 0.5 if name.endswith("_proj") else 0.02
+                nn.init.normal_(module.weight, 0.0, std)
+            if isinstance(module, nn.Linear):
+                nn.init.zeros_(module.bias)
+    return model
+
+
+def make_optimizer(torch, model):
+    """AdamW as nanoGPT sets it up: weight decay on matrices only."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                             lr=6e-4, betas=(0.9, 0.95), eps=1e-8)
+
+
+def train_step(torch, model, optimizer, scaler, dtype, tokens):
+    """One AdamW step on a (batch, seq + 1) block of tokens, autocast to dtype unless it is None."""
+    device = tokens.device.type
+    with torch.autocast(device, dtype=dtype or torch.float32, enabled=dtype is not None):
+        loss = model(tokens[:, :-1], tokens[:, 1:])
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    return loss
 
 
 def main():
@@ -71,10 +108,7 @@ def main():
     vocab = 50304
     torch.manual_seed(1)
     model = build_model(torch, layers, heads, channels, vocab, 1024).cuda()
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=6e-4, betas=(0.9, 0.95), eps=1e-8)
+    optimizer = make_optimizer(torch, model)
     dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(args.mode)
     scaler = torch.amp.GradScaler("cuda", enabled=args.mode == "amp-fp16")
     tokens = torch.randint(0, 50257, (args.steps, args.batch, args.seq + 1), device="cuda")
@@ -82,14 +116,7 @@ def main():
     for step in range(args.steps):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        with torch.autocast("cuda", dtype=dtype or torch.float32, enabled=dtype is not None):
-            loss = model(tokens[step, :, :-1], tokens[step, :, 1:])
-        scaler.scale(loss).backward()
-        scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
+        loss = train_step(torch, model, optimizer, scaler, dtype, tokens[step])
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop) / 1e3)
