@@ -25,8 +25,14 @@ inline std::string read_all(const std::filesystem::path& p) {
 
 inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+  for (char c : s) {
+    if (c == '\'')
+      q.append("'\\''");
+    else
+      q.push_back(c);
+  }
+  q.push_back('\'');
+  return q;
 }
 
 // The binary under test: $MPBENCH_BIN (the device script's unpacked build), else the one built here.
@@ -37,9 +43,9 @@ inline std::string mpbench_binary() {
 
 inline Invocation run_mpbench(const std::vector<std::string>& args, const std::filesystem::path& folder) {
   std::string command = shell_quote(mpbench_binary());
-  for (const auto& a : args) command += " " + shell_quote(a);
+  for (const auto& a : args) command.append(" ").append(shell_quote(a));
   const auto out = folder / "stdout.txt", err = folder / "stderr.txt";
-  command += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
+  command.append(" >").append(shell_quote(out.string())).append(" 2>").append(shell_quote(err.string()));
   const int raw = std::system(command.c_str());
   return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_all(out), read_all(err)};
 }

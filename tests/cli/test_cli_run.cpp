@@ -34,7 +34,9 @@ TEST_F(CliRun, EnvJsonDescribesTheHostAndSaysWhetherThereIsAGpu) {
   EXPECT_TRUE(env["cpu"]["flags"].contains("avx512_bf16"));
   EXPECT_FALSE(env["onednn"]["version"].get<std::string>().empty());
   EXPECT_FALSE(env["mpbench"]["git_revision"].get<std::string>().empty());
-  if (env["gpus"].empty()) EXPECT_FALSE(env["gpu_status"].get<std::string>().empty());
+  if (env["gpus"].empty()) {
+    EXPECT_FALSE(env["gpu_status"].get<std::string>().empty());
+  }
 }
 
 TEST_F(CliRun, AutoFallsBackToTheCpuAndSaysSo) {
@@ -42,7 +44,9 @@ TEST_F(CliRun, AutoFallsBackToTheCpuAndSaysSo) {
   const Invocation r = run_mpbench({"run", "--suite", "cast", "--quick", "--filter", "copy|f32_to_bf16/", "--out", out.string()}, folder_);
   ASSERT_EQ(r.status, 0) << r.err;
   const ResultDocument d = load_result(out);
-  if (d.run["device"] == "cpu") EXPECT_NE(r.err.find("falls back to the CPU"), std::string::npos) << r.err;
+  if (d.run["device"] == "cpu") {
+    EXPECT_NE(r.err.find("falls back to the CPU"), std::string::npos) << r.err;
+  }
   ASSERT_EQ(d.cases.size(), 2u);
   for (const auto& c : d.cases) {
     EXPECT_EQ(c.status, CaseStatus::ok) << c.message;
@@ -89,7 +93,9 @@ TEST_F(CliRun, TransformerTrainsEachModeSideBySide) {
   EXPECT_EQ(d.cases[0].status, CaseStatus::ok) << d.cases[0].message;
   EXPECT_EQ(d.cases[1].status, CaseStatus::ok) << d.cases[1].message;
   // amp-fp16 runs where oneDNN has an fp16 matmul; elsewhere it is skipped with the reason.
-  if (d.cases[2].status == CaseStatus::skipped) EXPECT_NE(d.cases[2].message.find("fp16"), std::string::npos);
+  if (d.cases[2].status == CaseStatus::skipped) {
+    EXPECT_NE(d.cases[2].message.find("fp16"), std::string::npos);
+  }
   ASSERT_GE(d.speedups.size(), 1u);
   EXPECT_EQ(d.speedups[0].suite, "transformer");
   EXPECT_EQ(d.speedups[0].precision, "amp-bf16");

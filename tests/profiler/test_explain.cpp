@@ -362,8 +362,11 @@ TEST(Explain, APaddedVocabularyOrFp32SaysNothingOfIt) {
   const auto padded = explain(vocabulary_pair(50304, "cuda", "amp-bf16"));
   for (const auto& c : padded.cases) EXPECT_FALSE(finding(c, "misaligned_vocabulary")) << c.id;
   const auto fp32 = explain(vocabulary_pair(50257, "cuda", "amp-bf16"));
-  for (const auto& c : fp32.cases)
-    if (c.precision == "fp32") EXPECT_FALSE(finding(c, "misaligned_vocabulary"));
+  for (const auto& c : fp32.cases) {
+    if (c.precision == "fp32") {
+      EXPECT_FALSE(finding(c, "misaligned_vocabulary"));
+    }
+  }
 }
 
 TEST(Explain, GemmAlgorithmsRuleStaysQuietOnTensorCoresAndInFp32) {
