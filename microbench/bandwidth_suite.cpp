@@ -16,15 +16,7 @@ constexpr StreamKernel kKernels[] = {StreamKernel::copy, StreamKernel::scale, St
                                      StreamKernel::triad, StreamKernel::dot};
 constexpr DType kTypes[] = {DType::f32, DType::f16, DType::bf16};
 
-// Elements per array: powers of two around the cache size (as fp32), from 1/8 to 8 times it.
-std::vector<std::int64_t> sweep_elements(const Backend& backend, bool quick) {
-  const double cache_elements = static_cast<double>(backend.device().l2_bytes) / 4.0;
-  const auto base = static_cast<std::int64_t>(std::exp2(std::round(std::log2(std::max(cache_elements, 65536.0)))));
-  std::vector<int> shifts = quick ? std::vector<int>{-3, 0, 3} : std::vector<int>{-3, -2, -1, 0, 1, 2, 3};
-  std::vector<std::int64_t> sizes;
-  for (int s : shifts) sizes.push_back(s < 0 ? base >> -s : base << s);
-  return sizes;
-}
+std::int64_t power_of_two_at_most(double n) { return std::int64_t{1} << static_cast<int>(std::floor(std::log2(n))); }
 
 double gbps(double bytes, const CaseResult& r) { return bytes / r.seconds->median / 1e9; }
 
@@ -111,7 +103,7 @@ CaseSpec transfer_case(TransferDirection direction, Backend& backend) {
 
 std::vector<CaseSpec> bandwidth_cases(Backend& backend, const SuiteOptions& options) {
   std::vector<CaseSpec> cases;
-  for (std::int64_t n : sweep_elements(backend, options.quick)) {
+  for (std::int64_t n : bandwidth_sweep_elements(backend.device(), options.quick)) {
     if (options.wants("fp32")) cases.push_back(memcpy_case(n, backend));
     for (StreamKernel kernel : kKernels)
       for (DType type : kTypes)
@@ -124,6 +116,22 @@ std::vector<CaseSpec> bandwidth_cases(Backend& backend, const SuiteOptions& opti
 }
 
 }  // namespace
+
+std::vector<std::int64_t> bandwidth_sweep_elements(const DeviceInfo& device, bool quick) {
+  const double cache_elements = std::max(static_cast<double>(device.l2_bytes) / 4.0, 65536.0);
+  const auto base = static_cast<std::int64_t>(std::exp2(std::round(std::log2(cache_elements))));
+  constexpr double kLargestCaseBytesPerElement = 3 * 4;  // add and triad: three fp32 arrays
+  const std::int64_t fits = device.memory_bytes == 0
+                                ? base << 3
+                                : power_of_two_at_most(std::max(device.memory_bytes / 2.0 / kLargestCaseBytesPerElement, 1.0));
+  const std::vector<int> shifts = quick ? std::vector<int>{-3, 0, 3} : std::vector<int>{-3, -2, -1, 0, 1, 2, 3};
+  std::vector<std::int64_t> sizes;
+  for (int s : shifts) {
+    const std::int64_t n = std::min(s < 0 ? base >> -s : base << s, fits);
+    if (sizes.empty() || n > sizes.back()) sizes.push_back(n);
+  }
+  return sizes;
+}
 
 Suite bandwidth_suite() {
   return {"bandwidth",

@@ -92,6 +92,31 @@ TEST(BandwidthSuite, SweepCrossesTheCache) {
   EXPECT_GT(largest, 4 * cache);
 }
 
+DeviceInfo device_with(std::uint64_t cache_bytes, std::uint64_t memory_bytes) {
+  DeviceInfo device;
+  device.l2_bytes = cache_bytes;
+  device.memory_bytes = memory_bytes;
+  return device;
+}
+
+TEST(BandwidthSuite, SweepGoesFromAnEighthToEightTimesTheCache) {
+  const auto h200 = device_with(60ull << 20, 141ull << 30);  // 15.7M fp32 elements, rounded to 2^24
+  EXPECT_EQ(bandwidth_sweep_elements(h200, true), (std::vector<std::int64_t>{1 << 21, 1 << 24, 1 << 27}));
+  EXPECT_EQ(bandwidth_sweep_elements(h200, false),
+            (std::vector<std::int64_t>{1 << 21, 1 << 22, 1 << 23, 1 << 24, 1 << 25, 1 << 26, 1 << 27}));
+}
+
+TEST(BandwidthSuite, SweepStopsWhereThreeArraysWouldTakeHalfTheMemory) {
+  // A 480 MiB last-level cache (2^27 fp32 elements) in 23.4 GiB: the largest case's three fp32
+  // arrays may take 11.7 GiB, so 2^29 elements (6 GiB) and not 2^30 (12 GiB).
+  const auto vm = device_with(480ull << 20, 23400ull << 20);
+  EXPECT_EQ(bandwidth_sweep_elements(vm, true), (std::vector<std::int64_t>{1 << 24, 1 << 27, 1 << 29}));
+  EXPECT_EQ(bandwidth_sweep_elements(vm, false),
+            (std::vector<std::int64_t>{1 << 24, 1 << 25, 1 << 26, 1 << 27, 1 << 28, 1 << 29}));
+  const auto small = device_with(480ull << 20, 1ull << 30);  // 1 GiB: 2^25 elements at most
+  EXPECT_EQ(bandwidth_sweep_elements(small, true), (std::vector<std::int64_t>{1 << 24, 1 << 25}));
+}
+
 TEST(BandwidthSuite, BytesAreReadPlusWritten) {
   auto cpu = cpu::make_backend();
   for (const auto& c : cases_of("bandwidth", *cpu)) {
