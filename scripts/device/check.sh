@@ -111,6 +111,9 @@ for t in $tests; do
   (cd "$pack" && bounded "$left" "$pack/bin/$t" --gtest_color=no > "$pack/$t.log" 2>&1)
   code=$?
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$pack/$t.log" >> "$tests_file"
+  # Why tests skipped: GoogleTest prints the reason on the line after "file:line: Skipped".
+  awk '/: Skipped$/ { if ((getline reason) > 0) count[reason]++ }
+       END { for (r in count) printf "skipped %d: %s\n", count[r], r }' "$pack/$t.log" >> "$tests_file"
   echo "exit $code" >> "$tests_file"
   ((code == 0)) || { fail "$t (exit $code$( ((code == 124)) && echo ': out of time'))"; tail -40 "$pack/$t.log"; }
 done

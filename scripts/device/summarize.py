@@ -47,14 +47,17 @@ def test_lines(path):
         for line in f:
             if line.startswith("-- "):
                 binary = line[3:].strip()
-                counts[binary] = {"passed": 0, "failed": 0, "skipped": 0, "exit": "?"}
+                counts[binary] = {"passed": 0, "failed": 0, "skipped": 0, "exit": "?", "reasons": []}
             m = re.match(r"\[\s+(PASSED|FAILED|SKIPPED)\s+\]\s+(\d+) test", line)
             if m and binary:
                 counts[binary][m.group(1).lower()] = int(m.group(2))
             if line.startswith("exit ") and binary:
                 counts[binary]["exit"] = line.split()[1]
+            if line.startswith("skipped ") and binary:
+                counts[binary]["reasons"].append(line.strip())
     for name, c in counts.items():
         rows.append(f"{name:<22} passed {c['passed']:>4}  failed {c['failed']:>3}  skipped {c['skipped']:>3}  exit {c['exit']}")
+        rows += [f"   {reason}" for reason in c["reasons"]]
     return rows
 
 

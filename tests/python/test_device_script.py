@@ -16,8 +16,17 @@ BUILD = ROOT / "build" / "cli" / "mpbench"
 pytestmark = pytest.mark.skipif(not BUILD.exists(), reason=f"mpbench is not built at {BUILD}")
 
 
+def smallest_bandwidth_elements():
+    """The bandwidth sweep follows the machine's cache: its smallest size keeps the dry run short."""
+    listed = subprocess.run([str(BUILD), "list", "--suite", "bandwidth", "--quick", "--device", "cpu"],
+                            capture_output=True, text=True, timeout=60, check=True).stdout
+    return min(int(n) for n in re.findall(r"bandwidth/memcpy/n=(\d+)/", listed))
+
+
 def test_check_script_dry_run_on_the_cpu(tmp_path):
-    env = dict(os.environ, MPBENCH_CHECK_DEVICE="cpu", MPBENCH_CHECK_FILTER=r"square_512/|memcpy/|/copy/|f32_to_bf16/",
+    n = smallest_bandwidth_elements()
+    env = dict(os.environ, MPBENCH_CHECK_DEVICE="cpu",
+               MPBENCH_CHECK_FILTER=rf"square_512/|bandwidth/(memcpy|copy)/n={n}/fp32|cast/copy/|f32_to_bf16/",
                MPBENCH_CHECK_TESTS="test_core test_backends", MPBENCH_CHECK_TRAINING="--config tiny --steps 4",
                MPBENCH_CHECK_BUDGET_S="800")  # this machine is slow; the device's default is 330
     env.pop("MPBENCH_BIN", None)
@@ -32,6 +41,7 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
     assert any(c["status"] == "ok" for c in result["cases"])
     summary = (tmp_path / "check.log").read_text().rsplit(" summary\n", 1)[-1]  # the last step's output
     assert "test_backends" in summary and "== targets" in summary
+    assert re.search(r"^   skipped \d+: no usable GPU", summary, re.M), summary  # each skip's reason, counted
     assert "copy kernel vs cudaMemcpy" in summary
     assert "transformer tiny_b4_t16 fp32" in summary and "final loss vs fp32" in summary
     assert "profile tiny_b4_t16 amp-bf16: overhead" in summary
