@@ -43,10 +43,7 @@ class RunCaseProfiler final : public CaseProfiler {
       for (int i = 0; i < kProfiledIterations; ++i) op();
       backend.synchronize();  // CUPTI's flush does not wait: a running kernel would have no end time
       const profiler::Trace trace = collector.stop();
-      if (collector.dropped_records() > 0)
-        return unprofiled(fmt::format(
-            "CUPTI dropped {} activity records for lack of buffer space: the kernel list would be incomplete",
-            collector.dropped_records()));
+      if (const auto why = collector.incomplete()) return unprofiled(*why + ": the kernel list would be incomplete");
       return summarize_case_profile(trace, kProfiledIterations, measured_s);
     } catch (const profiler::CuptiUnavailable& e) {
       return unprofiled(e.what());

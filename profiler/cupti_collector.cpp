@@ -118,7 +118,7 @@ void check(CUptiResult r, const char* call) {
 std::mutex collected_mutex;
 Trace collected;
 std::vector<MarkerEvent> collected_markers;  // paired into collected.nvtx_ranges at stop()
-std::uint64_t collected_untimed = 0;         // GPU records CUPTI gave no times (0, 0)
+std::uint64_t collected_untimed = 0;         // records CUPTI gave no times
 bool collector_running = false;
 
 std::string api_name(CUpti_ActivityKind kind, CUpti_CallbackId cbid) {
@@ -171,7 +171,8 @@ MarkerEvent to_marker(const MarkerActivity& m) {
   return e;
 }
 
-// Called with collected_mutex held. GPU records without times are counted, not kept.
+// Called with collected_mutex held. Records without times are counted, not kept: a time of 0
+// would stretch the trace's span back to the clock's origin.
 void add_record(const CUpti_Activity* record) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -196,12 +197,16 @@ void add_record(const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       const auto& a = *reinterpret_cast<const CUpti_ActivityAPI*>(record);
-      collected.api_calls.push_back({api_name(record->kind, a.cbid), {a.start, a.end}, a.threadId, a.correlationId});
+      if (untimed(a.start, a.end)) ++collected_untimed;
+      else collected.api_calls.push_back({api_name(record->kind, a.cbid), {a.start, a.end}, a.threadId, a.correlationId});
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MARKER:
-      collected_markers.push_back(to_marker(*reinterpret_cast<const MarkerActivity*>(record)));
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+      const auto& m = *reinterpret_cast<const MarkerActivity*>(record);
+      if (m.timestamp == 0) ++collected_untimed;
+      else collected_markers.push_back(to_marker(m));
       break;
+    }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto& e = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
       if (e.externalKind == kExternalKind) collected.external_correlations.push_back({e.externalId, e.correlationId});

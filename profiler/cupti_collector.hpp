@@ -4,6 +4,7 @@
 // and runs where it is missing; every failure is a CuptiUnavailable naming the cause, and the
 // caller goes on unprofiled. `mpbench run --profile` uses it through workloads/step_profiler.hpp.
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -29,11 +30,13 @@ class CuptiCollector {
   // Flushes and returns the records; CuptiUnavailable when the flush fails. Synchronize the device
   // first: CUPTI's flush does not, and kernels still running would have no times.
   Trace stop();
-  // Records CUPTI dropped for lack of buffer space, known after stop().
-  std::uint64_t dropped_records() const { return dropped_; }
-  // Kernel, memcpy and memset records that came without times (left out of the trace), known
-  // after stop().
-  std::uint64_t untimed_records() const { return untimed_; }
+  // Why stop()'s records are incomplete, if they are: records CUPTI dropped for lack of buffer
+  // space, or records that came without times (left out of the trace).
+  std::optional<std::string> incomplete() const {
+    if (dropped_ > 0) return "CUPTI dropped " + std::to_string(dropped_) + " activity records for lack of buffer space";
+    if (untimed_ > 0) return "CUPTI gave " + std::to_string(untimed_) + " activity records no times";
+    return std::nullopt;
+  }
 
   // API calls made on this thread while an id is pushed are tied to it (RangeRecord::external_id).
   void push_external_id(std::uint64_t id);

@@ -11,11 +11,13 @@ namespace mpbench::profiler {
 
 bool attach_tensor_pipe_counters(Trace& trace, const std::vector<double>& counters, std::size_t steps) {
   if (counters.empty() || counters.size() * steps != trace.kernels.size()) return false;
-  // One host thread launches them all, so correlation ids are in launch order.
+  // One host thread launches them all, so correlation ids are in launch order; kernels of one
+  // launch call (a graph, a library's multi-kernel launch) run on one stream, in start order.
   std::vector<std::size_t> order(trace.kernels.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return trace.kernels[a].where.correlation_id < trace.kernels[b].where.correlation_id;
+    const KernelRecord &x = trace.kernels[a], &y = trace.kernels[b];
+    return std::pair(x.where.correlation_id, x.time.start_ns) < std::pair(y.where.correlation_id, y.time.start_ns);
   });
   for (std::size_t i = 0; i < order.size(); ++i)
     trace.kernels[order[i]].tensor_pipe_pct = counters[i % counters.size()];

@@ -78,13 +78,8 @@ class CuptiStepProfiler : public StepProfiler {
   profiler::Trace finish() override {
     ops_.synchronize();
     profiler::Trace trace = collector_.stop();
-    if (collector_.dropped_records() > 0)
-      throw profiler::CuptiUnavailable(fmt::format(
-          "CUPTI dropped {} activity records for lack of buffer space: the breakdown would be incomplete",
-          collector_.dropped_records()));
-    if (collector_.untimed_records() > 0)
-      throw profiler::CuptiUnavailable(fmt::format(
-          "CUPTI gave {} kernel or copy records no times: the breakdown would be incomplete", collector_.untimed_records()));
+    if (const auto why = collector_.incomplete())
+      throw profiler::CuptiUnavailable(*why + ": the breakdown would be incomplete");
     trace.ranges = ranges_.take();
     use_cupti_thread_ids(trace);
     return trace;

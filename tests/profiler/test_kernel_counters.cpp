@@ -42,6 +42,16 @@ TEST(KernelCounters, AttachInLaunchOrder) {
   for (const KernelRecord& k : other.kernels) EXPECT_FALSE(k.tensor_pipe_pct.has_value());
 }
 
+TEST(KernelCounters, KernelsOfOneLaunchCallAttachInStartOrder) {
+  Trace t;  // one API call (a graph launch) ran three kernels, delivered out of order
+  t.kernels = {kernel("nvjet_tst_bf16", 300, 320, 7), kernel("add_bias_and_round_kernel", 100, 120, 7),
+               kernel("nvjet_tst_bf16", 200, 220, 7)};
+  ASSERT_TRUE(attach_tensor_pipe_counters(t, {0.5, 61.0, 59.0}));
+  EXPECT_EQ(t.kernels[1].tensor_pipe_pct, 0.5);
+  EXPECT_EQ(t.kernels[2].tensor_pipe_pct, 61.0);
+  EXPECT_EQ(t.kernels[0].tensor_pipe_pct, 59.0);
+}
+
 TEST(KernelCounters, OneCountedStepAttachesToEveryStepOfTheSameKernels) {
   // Two steps of the same four launches (correlations 10-13, then 20-23), delivered shuffled.
   Trace two = step(1000, 10);
