@@ -4,13 +4,17 @@
 
 namespace mpbench::amp {
 
-LossScaler::LossScaler(ScalerConfig config) : config_(config), state_(initial_scaler_state(config)) {
+void check_scaler_config(const ScalerConfig& config) {
   if (config.dynamic && !(config.growth_factor > 1.0 && config.backoff_factor < 1.0)) {
     throw std::invalid_argument("loss scaler needs growth_factor > 1 and backoff_factor < 1");
   }
   if (!(config.init_scale > 0.0f) || config.growth_interval < 1) {
     throw std::invalid_argument("loss scaler needs init_scale > 0 and growth_interval >= 1");
   }
+}
+
+LossScaler::LossScaler(ScalerConfig config) : config_(config), state_(initial_scaler_state(config)) {
+  check_scaler_config(config);
 }
 
 ScalerConfig LossScaler::static_config(float scale) {

@@ -1,6 +1,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "amp/loss_scaler.hpp"
 #include "amp/loss_scaler_cuda.hpp"
 #include "amp/multi_tensor_plan.hpp"
 #include "core/error.hpp"
@@ -25,6 +26,7 @@ struct TensorListMeta {
 
 void check(cudaError_t status, const char* call) {
   if (status != cudaSuccess) {
+    cudaGetLastError();  // clears a non-sticky error, so that a later launch check does not report it again
     throw BackendError(std::string(call) + " failed: " + cudaGetErrorString(status));
   }
 }
@@ -49,6 +51,7 @@ __global__ void update_kernel(ScalerState* state, ScalerConfig config) { update_
 
 DeviceLossScaler::DeviceLossScaler(ScalerConfig config, cudaStream_t stream)
     : config_(config), stream_(stream) {
+  check_scaler_config(config);
   check(cudaMalloc(&state_, sizeof(ScalerState)), "cudaMalloc(loss scaler state)");
   const ScalerState initial = initial_scaler_state(config);
   // On the scaler's stream, and waited for: `initial` is a stack variable, and a plain cudaMemcpy

@@ -7,6 +7,10 @@
 
 namespace mpbench::amp {
 
+// Throws std::invalid_argument unless GradScaler would accept config: init_scale > 0,
+// growth_interval >= 1 and, when dynamic, growth_factor > 1 and backoff_factor < 1.
+void check_scaler_config(const ScalerConfig& config);
+
 class LossScaler {
  public:
   explicit LossScaler(ScalerConfig config = {});

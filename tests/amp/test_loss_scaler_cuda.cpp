@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -79,15 +81,18 @@ TEST_F(DeviceLossScalerTest, MatchesCpuScalerOverSteps) {
   config.growth_interval = 2;
   LossScaler cpu(config);
   DeviceLossScaler gpu(config);
-  const bool overflow_at[] = {false, true, false, false, false};
-  for (int step = 0; step < 5; ++step) {
+  // Every kind of overflow the unscale must see: +inf, NaN and -inf, each followed by a clean step.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const std::optional<float> overflow_at[] = {std::nullopt, inf, std::nullopt, std::numeric_limits<float>::quiet_NaN(),
+                                              std::nullopt, -inf, std::nullopt, std::nullopt};
+  for (int step = 0; step < 8; ++step) {
     std::vector<std::vector<float>> host;
     for (int64_t n : sizes) {
       std::vector<float> t(static_cast<std::size_t>(n));
       for (float& x : t) x = normal(rng);
       host.push_back(std::move(t));
     }
-    if (overflow_at[step]) host[5][2'999'999] = std::numeric_limits<float>::infinity();
+    if (overflow_at[step]) host[5][2'999'999] = *overflow_at[step];
     const std::vector<float*> ptrs = upload(host);
     gpu.unscale(ptrs, sizes);
     std::vector<std::span<float>> spans(host.begin(), host.end());
@@ -106,8 +111,22 @@ TEST_F(DeviceLossScalerTest, MatchesCpuScalerOverSteps) {
     cpu.update();
     expect_same_state(cpu.state(), gpu.read_state(), step);
   }
-  EXPECT_EQ(gpu.read_state().skipped_steps, 1);
-  EXPECT_EQ(gpu.read_state().scale, 65536.0f);  // back off once, then grow once after 2 clean steps
+  // Three back-offs from 65536 to 8192, then one growth after the last two clean steps.
+  EXPECT_EQ(gpu.read_state().skipped_steps, 3);
+  EXPECT_EQ(gpu.read_state().scale, 16384.0f);
+}
+
+TEST(DeviceLossScalerConfig, RefusesWhatTheCpuScalerRefuses) {
+  // Checked before any CUDA call, so this runs without a GPU.
+  ScalerConfig no_growth;
+  no_growth.growth_interval = 0;
+  EXPECT_THROW(DeviceLossScaler{no_growth}, std::invalid_argument);
+  ScalerConfig no_backoff;
+  no_backoff.backoff_factor = 1.0;
+  EXPECT_THROW(DeviceLossScaler{no_backoff}, std::invalid_argument);
+  ScalerConfig zero_scale;
+  zero_scale.init_scale = 0.0f;
+  EXPECT_THROW(DeviceLossScaler{zero_scale}, std::invalid_argument);
 }
 
 }  // namespace
