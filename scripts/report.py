@@ -834,7 +834,7 @@ def machines_table(machines: list[Machine]) -> str:
     rows = []
     for m in machines:
         gpu = (m.env.get("gpus") or [{}])[0]
-        rows.append([m.label, m.cuda or "-", gpu.get("driver_version", "-"), m.env.get("cpu", {}).get("model", "-"),
+        rows.append([m.label, m.cuda or "-", gpu.get("driver_version") or "-", m.env.get("cpu", {}).get("model", "-"),
                      ", ".join(sorted({d[:10] for d in m.dates})), ", ".join(m.sources)])
     return table(["machine", "CUDA", "driver", "CPU", "date", "documents"], rows)
 

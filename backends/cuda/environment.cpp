@@ -86,9 +86,9 @@ nlohmann::json describe_gpu(int index) {
   gpu.erase("backend");
   const std::string bus_id = query_pci_bus_id(index);
   gpu["pci_bus_id"] = bus_id;
-  // The driver's own release number ("580.82.07") says more than the CUDA version it supports.
-  const std::optional<std::string> release = nvml_driver_version();
-  gpu["driver_version"] = release ? nlohmann::json(*release) : or_null(driver_version());
+  // The driver's own release number ("580.82.07"), from NVML, or null: the CUDA version the
+  // driver supports is env.cuda.driver, and one key must not hold either.
+  gpu["driver_version"] = or_null(nvml_driver_version());
   if (const std::optional<NvmlReadings> now = nvml_readings(bus_id)) {
     if (now->power_limit_w) gpu["power_limit_w"] = *now->power_limit_w;
     if (now->temperature_c) gpu["temperature_c"] = *now->temperature_c;
