@@ -3,6 +3,8 @@
 // mode against fp32's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "amp/formats.hpp"
@@ -53,10 +55,12 @@ TEST(PrecisionModes, AmpFp16OverflowsAtTheInitialScaleSkipsAndBacksOff) {
 
   std::vector<StepRecord> curve{first};
   for (int s = 1; s < options.steps; ++s) curve.push_back(trainer.step(data));
-  int skipped = 0;
-  for (const StepRecord& r : curve) skipped += r.skipped ? 1 : 0;
-  EXPECT_GT(skipped, 1);
-  EXPECT_LE(skipped, 8) << "2^16 does not overflow on this model, so at most 8 back-offs";
+  const auto first_finite = std::find_if(curve.begin(), curve.end(), [](const StepRecord& r) { return !r.skipped; });
+  EXPECT_GT(first_finite - curve.begin(), 1);
+  EXPECT_LE(first_finite - curve.begin(), 8) << "2^16 does not overflow the untrained model: at most 8 back-offs first";
+  // Later steps may overflow again as the gradients grow in training, each one more back-off.
+  const auto skipped = std::count_if(curve.begin(), curve.end(), [](const StepRecord& r) { return r.skipped; });
+  EXPECT_LT(skipped, options.steps / 2);
   EXPECT_LT(curve.back().loss, curve.front().loss - 0.5) << "it trains once the scale fits";
   for (std::size_t i = 1; i < curve.size(); ++i) {
     const double expected = curve[i - 1].skipped ? curve[i - 1].loss_scale / 2 : curve[i - 1].loss_scale;
