@@ -67,7 +67,8 @@ void* detail::cupti_library() {
       if ((found = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
     if (!found)
       throw CuptiUnavailable("libcupti was not found: add the CUDA toolkit's lib64 (or the nvidia-cuda-cupti wheel's "
-                             "lib folder) to LD_LIBRARY_PATH");
+                             "lib folder) to LD_LIBRARY_PATH",
+                             true);
     return found;
   }();
   return library;
@@ -111,7 +112,7 @@ void check(CUptiResult r, const char* call) {
     hint = ": another profiler (Nsight Systems, Nsight Compute, compute-sanitizer) is attached";
   else if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
     hint = ": profiling is restricted to admin users on this machine (NVreg_RestrictProfilingToAdminUsers)";
-  throw CuptiUnavailable(fmt::format("{} failed: {}{}", call, result_text(r), hint));
+  throw CuptiUnavailable(fmt::format("{} failed: {}{}", call, result_text(r), hint), detail::refused_by_the_machine(r));
 }
 
 // Records land here from CUPTI's completion callback, which may run on CUPTI's own thread.

@@ -14,7 +14,14 @@ namespace mpbench::profiler {
 
 class CuptiUnavailable : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit CuptiUnavailable(const std::string& what, bool refused_by_the_machine = false)
+      : std::runtime_error(what), refused_by_the_machine_(refused_by_the_machine) {}
+  // The cause is the machine's, not mpbench's: no libcupti, a build without CUDA, no permission,
+  // another profiler attached, a device CUPTI does not profile. Tests skip on these only.
+  bool refused_by_the_machine() const { return refused_by_the_machine_; }
+
+ private:
+  bool refused_by_the_machine_;
 };
 
 // One at a time per process: CUPTI delivers records to process-wide callbacks.

@@ -117,7 +117,7 @@ void check(CUptiResult r, const char* call) {
            "Nsight Compute reports as ERR_NVGPUCTRPERM)";
   else if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
     hint = ": another profiler is attached";
-  throw CuptiUnavailable(fmt::format("{} failed: {}{}", call, what, hint));
+  throw CuptiUnavailable(fmt::format("{} failed: {}{}", call, what, hint), detail::refused_by_the_machine(r));
 }
 
 void deinitialize_host(CUpti_Profiler_Host_Object* host) {
