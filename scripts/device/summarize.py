@@ -171,7 +171,23 @@ def storage_rows(half_doc, emulated_doc):
     return rows or ["activation storage: no mode measured both ways"]
 
 
-def profile_rows(doc):
+def without_profile(profiled_case, plain_doc):
+    """How the --profile run's steps compare with the same mode's in the run without --profile (a
+    process of its own, no CUPTI loaded): its timed steps (NVTX reaching CUPTI, CUPTI loaded by an
+    earlier mode) and its profiled steps, each against the plain run's median."""
+    plain = next((c for c in (plain_doc or {}).get("cases", []) if c["suite"] == "transformer"
+                  and c["status"] == "ok" and c["name"] == profiled_case["name"]
+                  and c["precision"] == profiled_case["precision"]), None)
+    if plain is None:
+        return ""
+    base = plain["metrics"]["seconds"]["median"]
+    timed = profiled_case["metrics"]["seconds"]["median"]
+    profiled = profiled_case["details"]["profile"].get("profiled_step_median_s")
+    text = f"; against the run without --profile: timed steps {100 * (timed / base - 1):+.1f}%"
+    return text + ("" if profiled is None else f", profiled steps {100 * (profiled / base - 1):+.1f}%")
+
+
+def profile_rows(doc, plain_doc=None):
     """The profiler targets: overhead under 5% of step time, unattributed time under 1%."""
     if doc is None:
         return ["profile: no result document"]
@@ -192,7 +208,7 @@ def profile_rows(doc):
                     f"{'not measured' if overhead is None else ('PASS' if overhead < 0.05 else 'FAIL')} "
                     f"({'-' if overhead is None else f'{100 * overhead:.1f}%'}, target < 5%); unattributed "
                     f"{'-' if share is None else f'{100 * share:.2f}%'} (target < 1%); NVTX ranges/step "
-                    f"{profile.get('nvtx_ranges_per_step', '-')}")
+                    f"{profile.get('nvtx_ranges_per_step', '-')}{without_profile(c, plain_doc)}")
     return rows
 
 
@@ -213,7 +229,7 @@ def main():
     print("\n".join(microbench_rows(doc, torch)))
     print("\n".join(transformer_rows(load(args.transformer), load(args.torch_gpt2))))
     print("\n".join(storage_rows(load(args.transformer), load(args.emulated))))
-    print("\n".join(profile_rows(load(args.profile))))
+    print("\n".join(profile_rows(load(args.profile), load(args.transformer))))
     return 0 if doc else 1
 
 

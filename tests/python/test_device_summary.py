@@ -37,11 +37,12 @@ def training_case(mode, milliseconds, loss, loss_vs_fp32=None, mfu=None, storage
     return case("transformer", "gpt2-124m_b8_t1024", mode, params, rates, median=milliseconds / 1e3, details=details)
 
 
-def profiled_case(mode, overhead, unattributed_s):
-    details = {"profile": {"status": "profiled", "overhead": overhead, "nvtx_ranges_per_step": 412},
+def profiled_case(mode, overhead, unattributed_s, timed_s=0.1):
+    details = {"profile": {"status": "profiled", "overhead": overhead, "nvtx_ranges_per_step": 412,
+                           "profiled_step_median_s": timed_s * (1 + overhead), "unprofiled_step_median_s": timed_s},
                "breakdown": {"categories": {"gemm_tensor_core": 0.06, "elementwise": 0.04},
                              "unattributed_s": unattributed_s}}
-    return case("transformer", "gpt2-124m_b8_t1024", mode, {}, {"tokens_per_s": 1.0}, median=0.1, details=details)
+    return case("transformer", "gpt2-124m_b8_t1024", mode, {}, {"tokens_per_s": 1.0}, median=timed_s, details=details)
 
 
 def summary(tmp_path, write_document, with_torch=True):
@@ -55,7 +56,8 @@ def summary(tmp_path, write_document, with_torch=True):
              "--transformer": write_document("transformer.json", document(transformer, gpu="NVIDIA H200")),
              "--emulated": write_document("emulated.json", document(emulated, gpu="NVIDIA H200")),
              "--profile": write_document("profile.json", document(
-                 [profiled_case("fp32", 0.03, 0.0005), profiled_case("amp-bf16", 0.08, 0.002), unprofiled]))}
+                 [profiled_case("fp32", 0.03, 0.0005, timed_s=0.404), profiled_case("amp-bf16", 0.08, 0.002),
+                  unprofiled]))}
     if with_torch:
         torch = {"matmul": {"bf16": {"tflops": 760.0}, "fp16": {"tflops": 700.0}}, "copy": {"gbps": 4100.0}}
         (tmp_path / "torch.json").write_text(json.dumps(torch))
@@ -89,6 +91,8 @@ def test_each_target_on_its_side(tmp_path, write_document):
     assert "(1.20x)" in storage and "half vs emulated" in storage
     fp32 = line(lines, "profile gpt2-124m_b8_t1024 fp32")
     assert "overhead PASS (3.0%" in fp32 and "unattributed 0.50%" in fp32 and "ranges/step 412" in fp32
+    # fp32 took 400 ms a step without --profile: 404 ms timed (+1%) and 416 ms profiled (+4%) with it.
+    assert "against the run without --profile: timed steps +1.0%, profiled steps +4.0%" in fp32
     assert "overhead FAIL (8.0%" in line(lines, "profile gpt2-124m_b8_t1024 amp-bf16")
     assert "unprofiled (CUPTI is busy)" in line(lines, "profile gpt2-124m_b8_t1024 bf16")
 
