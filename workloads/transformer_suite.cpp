@@ -49,34 +49,49 @@ std::size_t training_bytes(const TransformerPlan& plan, const TrainOptions& opti
   return training_bytes_estimate(plan.config, options, mode, kHalfStorageOps);
 }
 
-// The mode that needs the most memory.
-amp::Mode largest_mode(const TransformerPlan& plan) {
-  return *std::max_element(plan.modes.begin(), plan.modes.end(), [&](amp::Mode a, amp::Mode b) {
-    return training_bytes(plan, plan.train, a) < training_bytes(plan, plan.train, b);
-  });
+// The attention kernels a mode's memory is estimated with before the ops exist: the ones asked for,
+// else those --attention auto picks where it can (cuDNN's fused attention, for fp16 and bf16 GEMMs
+// on a GPU). Should the fused kernels be unavailable there, the mode runs unfused, and a shortfall
+// is that mode's out-of-memory error rather than a refusal of the whole run.
+TrainOptions estimated_options(const TransformerPlan& plan, const DeviceInfo& device, amp::Mode mode, int batch) {
+  TrainOptions options = plan.train;
+  options.batch = batch;
+  const GemmPrecision precision = gemm_precision(mode);
+  const bool fused_possible =
+      device.backend == "cuda" && (precision == GemmPrecision::fp16 || precision == GemmPrecision::bf16);
+  options.attention = plan.attention.value_or(fused_possible ? AttentionKernels::fused : AttentionKernels::unfused);
+  return options;
+}
+
+// What the plan's most demanding mode needs at `batch`, and that mode.
+std::pair<std::size_t, amp::Mode> largest_need(const TransformerPlan& plan, const DeviceInfo& device, int batch) {
+  std::pair<std::size_t, amp::Mode> largest{0, plan.modes.front()};
+  for (amp::Mode mode : plan.modes) {
+    const std::pair<std::size_t, amp::Mode> need{training_bytes(plan, estimated_options(plan, device, mode, batch), mode),
+                                                 mode};
+    largest = std::max(largest, need);
+  }
+  return largest;
 }
 
 void check_memory(const TransformerPlan& plan, const DeviceInfo& device) {
   if (device.memory_bytes == 0 || plan.modes.empty()) return;
   const double available = kMemoryHeadroom * static_cast<double>(device.memory_bytes);
-  const amp::Mode mode = largest_mode(plan);
-  TrainOptions trial = plan.train;
-  const std::size_t need = training_bytes(plan, trial, mode);
+  const auto [need, mode] = largest_need(plan, device, plan.train.batch);
   if (static_cast<double>(need) <= available) return;
   int fits = 0;
-  for (int b = plan.train.batch - 1; b >= 1 && fits == 0; --b) {
-    trial.batch = b;
-    if (static_cast<double>(training_bytes(plan, trial, mode)) <= available) fits = b;
-  }
+  for (int b = plan.train.batch - 1; b >= 1 && fits == 0; --b)
+    if (static_cast<double>(largest_need(plan, device, b).first) <= available) fits = b;
+  const TrainOptions options = estimated_options(plan, device, mode, plan.train.batch);
   const std::size_t activations =
-      activation_bytes_estimate(plan.config, plan.train.batch, plan.train.seq_len, plan.train.attention, mode,
-                                activation_storage_for(plan.train.activation_storage, kHalfStorageOps, mode));
+      activation_bytes_estimate(plan.config, options.batch, options.seq_len, options.attention, mode,
+                                activation_storage_for(options.activation_storage, kHalfStorageOps, mode));
   throw UsageError(fmt::format(
-      "config {} with --batch {} --seq {} needs {} in {} ({} of activations, {} of weights, gradients, master "
-      "and optimizer state) but {} has {} ({} usable): {}",
+      "config {} with --batch {} --seq {} needs {} in {} with {} attention ({} of activations, {} of weights, "
+      "gradients, master and optimizer state) but {} has {} ({} usable): {}",
       plan.config.name, plan.train.batch, plan.train.seq_len, gib(double(need)), amp::mode_name(mode),
-      gib(double(activations)), gib(double(need - activations)), device.name, gib(double(device.memory_bytes)),
-      gib(available),
+      attention_kernels_name(options.attention), gib(double(activations)), gib(double(need - activations)),
+      device.name, gib(double(device.memory_bytes)), gib(available),
       fits > 0 ? fmt::format("--batch {} fits (use --micro-batches to keep the tokens per step)", fits)
                : "not even --batch 1 fits: use a shorter --seq or a smaller --config"));
 }
@@ -599,10 +614,10 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
       outcome.cases.push_back(std::move(c));
       continue;
     }
+    TransformerPlan mode_plan = plan;
+    mode_plan.train.attention = attention.kernels;
     try {
       auto data = make_data(plan, chain);
-      TransformerPlan mode_plan = plan;
-      mode_plan.train.attention = attention.kernels;
       const ModeRun run = train_mode(mode_plan, mode, ops, *data, initial ? &*initial : nullptr, on_cpu(device),
                                      device, start_profiler, progress);
       if (run.interrupted) {
@@ -622,7 +637,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     } catch (const OutOfMemoryError& e) {
       c.status = CaseStatus::error;
       c.message = fmt::format("out of memory: {} (the estimate was {}): use a smaller --batch or --seq", e.what(),
-                              gib(double(training_bytes(plan, plan.train, mode))));
+                              gib(double(training_bytes(mode_plan, mode_plan.train, mode))));
     } catch (const BackendError& e) {
       c.status = CaseStatus::error;
       c.message = e.what();

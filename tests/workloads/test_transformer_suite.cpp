@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "workloads/reference_ops.hpp"
+#include "workloads/trainer.hpp"
 #include "workloads/transformer_suite.hpp"
 
 namespace mpbench::workloads {
@@ -172,6 +173,35 @@ TEST(TransformerPlan, ABatchThatDoesNotFitSaysWhatItNeedsAndWhatFits) {
     o.batch = batch;
     EXPECT_NO_THROW(plan_transformer_run(o, gpu));
   }
+}
+
+TEST(TransformerPlan, TheMemoryCheckCountsTheFusedAttentionAutoPicks) {
+  TransformerSuiteOptions o;
+  o.config = "gpt2-124m";
+  o.batch = 32;
+  o.modes = {amp::Mode::amp_bf16};
+  DeviceInfo gpu = cpu_with(1ull << 40);
+  gpu.backend = "cuda";
+  gpu.name = "test GPU";
+  const TransformerPlan roomy = plan_transformer_run(o, gpu);
+  TrainOptions fused = roomy.train, unfused = roomy.train;
+  fused.attention = AttentionKernels::fused;
+  unfused.attention = AttentionKernels::unfused;
+  const double fused_bytes = double(training_bytes_estimate(roomy.config, fused, amp::Mode::amp_bf16, true));
+  const double unfused_bytes = double(training_bytes_estimate(roomy.config, unfused, amp::Mode::amp_bf16, true));
+  ASSERT_LT(fused_bytes, unfused_bytes) << "the fused attention keeps no T x T scores";
+  // Nine tenths of the memory are usable: here, room for the fused attention's step only.
+  gpu.memory_bytes = static_cast<std::uint64_t>((fused_bytes + unfused_bytes) / 2 / 0.9);
+  EXPECT_NO_THROW(plan_transformer_run(o, gpu)) << "auto runs amp-bf16 with fused attention on a GPU";
+  o.attention = "unfused";
+  try {
+    plan_transformer_run(o, gpu);
+    FAIL() << "the unfused attention's scores do not fit";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("in amp-bf16 with unfused attention"), std::string::npos) << e.what();
+  }
+  o.attention = "auto";  // a CPU has no fused attention: auto means unfused there
+  EXPECT_THROW(plan_transformer_run(o, cpu_with(gpu.memory_bytes)), UsageError);
 }
 
 TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
