@@ -212,6 +212,9 @@ class TransformerOps : public virtual OpsMemory {
   // The algorithms the ops' GEMMs chose so far, one per distinct problem, as the library describes
   // them; empty where the ops do not know (the reference's loops, oneDNN).
   virtual std::vector<GemmAlgorithm> gemm_algorithms() const { return {}; }
+  // Frees the scratch that earlier steps grew (operand copies, GEMM results, attention buffers), so
+  // that the next mode's peak memory counts its own only. Between modes, with no step running.
+  virtual void release_scratch() {}
 
   // Why these ops cannot run attention with `kernels` when the GEMMs run in `precision` on
   // attentions of `dims`, or nothing when they can. Only the CUDA ops have fused attention.

@@ -269,6 +269,7 @@ ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<f
     TransformerOps<float>& ops;
     ~StopTiming() { ops.time_ops_on_host(nullptr); }
   } stop_timing{ops};
+  ops.release_scratch();  // else this mode's peak would leave out the scratch earlier modes grew
   const std::size_t live_before = ops.live_bytes();
   ops.reset_peak();
   Trainer trainer(plan.config, plan.train, ops, mode);

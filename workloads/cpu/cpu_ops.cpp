@@ -443,6 +443,14 @@ void CpuTransformerOps::set_matmul_precision(const MatmulPrecision& precision) {
   precision_ = precision;
 }
 
+void CpuTransformerOps::release_scratch() {
+  operand_a_ = {};
+  operand_b_ = {};
+  result_ = {};
+  decoded_ = {};
+  per_thread_ = {};
+}
+
 template <typename T>
 T* CpuTransformerOps::scratch(OpsArray<T>& buffer, std::size_t count) {
   if (buffer.size() < count) buffer = OpsArray<T>(*this, count);

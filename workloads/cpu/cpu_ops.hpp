@@ -56,6 +56,7 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
                     const AdamWStep& step) override;
   double global_norm(const float* grads, std::size_t n) override;
   void copy(float* dst, const float* src, std::size_t n) override;
+  void release_scratch() override;
 
  private:
   struct OneDnn;  // engine, stream and cached primitives (keeps oneDNN's headers out of this one)

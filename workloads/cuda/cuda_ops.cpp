@@ -286,6 +286,13 @@ void* CudaTransformerOps::scratch(Slot slot, std::size_t bytes) {
   return buffer.data();
 }
 
+void CudaTransformerOps::release_scratch() {
+  activate();
+  // The cuBLASLt workspace and the norm's partials are sized once, when the ops are made.
+  for (std::size_t slot = 0; slot < kSlotCount; ++slot)
+    if (slot != kLtWorkspace && slot != kNormPartials) scratch_[slot] = OpsArray<std::byte>();
+}
+
 std::string CudaTransformerOps::implementation() const {
   const std::size_t version = cublasLtGetVersion();
   const std::string tensor_cores =

@@ -67,6 +67,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
   void set_matmul_precision(const MatmulPrecision& precision) override;
   // One per cached cuBLASLt plan: a problem differs by precision, shape, strides, alignment and policy.
   std::vector<GemmAlgorithm> gemm_algorithms() const override;
+  void release_scratch() override;
   void round_to(float* x, std::size_t n, num::Format format) override;
   bool has_half_storage() const override { return true; }
   void begin_op(std::string_view op, int layer, Phase phase) override;

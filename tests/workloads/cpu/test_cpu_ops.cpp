@@ -14,6 +14,7 @@
 #include "workloads/cpu/cpu_ops.hpp"
 #include "workloads/reference_ops.hpp"
 #include "workloads/trainer.hpp"
+#include "workloads/transformer_suite.hpp"
 
 namespace mpbench::workloads {
 namespace {
@@ -443,6 +444,44 @@ TEST_F(CpuOps, ScratchIsReusedAcrossCalls) {
   step();
   EXPECT_EQ(cpu_.live_bytes(), after_first);
   EXPECT_NE(cpu_.implementation().find("matmul ("), std::string::npos) << cpu_.implementation();
+}
+
+TEST_F(CpuOps, ReleasedScratchIsFreed) {
+  const int N = 16, C = 32, OC = 48;
+  auto inp = both(random(N * C)), weight = both(random(OC * C)), out = both(random(N * OC));
+  if (!set_precision(kBf16Matmul)) GTEST_SKIP() << *cpu_.unsupported(GemmPrecision::bf16);
+  const std::size_t before = cpu_.live_bytes();
+  cpu_.matmul_forward(out.c(), inp.c(), weight.c(), nullptr, N, C, OC);
+  ASSERT_GT(cpu_.live_bytes(), before) << "bf16 operands and the fp32 result are scratch";
+  cpu_.release_scratch();
+  EXPECT_EQ(cpu_.live_bytes(), before);
+}
+
+// A mode's peak memory is its own: the same whether or not another mode ran first on the same ops.
+TEST(CpuTransformerSuite, PeakMemoryOfAModeDoesNotDependOnTheModesBefore) {
+  const DeviceInfo cpu = [] {
+    DeviceInfo d;
+    d.backend = "cpu";
+    d.name = "test CPU";
+    d.memory_bytes = 64ull << 30;
+    return d;
+  }();
+  const auto bf16_peak = [&](std::vector<amp::Mode> modes) {
+    TransformerSuiteOptions o;
+    o.config = "tiny";
+    o.steps = 2;
+    o.seed = 5;
+    o.modes = std::move(modes);
+    CpuTransformerOps ops;
+    const auto outcome = run_transformer_suite(plan_transformer_run(o, cpu), ops, cpu, [](const std::string&) {});
+    const CaseResult& last = outcome.cases.back();
+    EXPECT_EQ(last.precision, "bf16");
+    EXPECT_EQ(last.status, CaseStatus::ok) << last.message;
+    return last.rates.at("peak_memory_bytes").get<double>();
+  };
+  CpuTransformerOps probe;
+  if (const auto why = unsupported_mode(probe, amp::Mode::bf16)) GTEST_SKIP() << *why;
+  EXPECT_EQ(bf16_peak({amp::Mode::fp32, amp::Mode::bf16}), bf16_peak({amp::Mode::bf16}));
 }
 
 // The whole tiny model on both ops, same weights and tokens.
