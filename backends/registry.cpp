@@ -58,6 +58,8 @@ BackendChoice choose_backend(const std::string& device) {
     };
     try {
       return {make_cuda(0), ""};
+    } catch (const UsageError& e) {  // under auto, only this build's kernel images not fitting GPU 0
+      return fall_back(e);
     } catch (const BackendError& e) {
       return fall_back(e);
     } catch (const OutOfMemoryError& e) {
