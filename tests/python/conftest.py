@@ -1,7 +1,10 @@
-"""Fixture result documents for the report tests, built here and checked against the real schema."""
+"""Shared by the Python tests: fixture result documents for the report tests, built here and checked
+against the real schema, and the machine's smallest bandwidth size for short real runs."""
 import importlib.util
 import json
+import re
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = ROOT / "results" / "schema" / "result-1.schema.json"
 REPORT_PATH = ROOT / "scripts" / "report.py"
+
+
+def smallest_bandwidth_elements(binary):
+    """The bandwidth sweep follows the machine's cache (up to 2^29 elements on a 480 MiB one): its
+    smallest size keeps a test run short."""
+    listed = subprocess.run([str(binary), "list", "--suite", "bandwidth", "--quick", "--device", "cpu"],
+                            capture_output=True, text=True, timeout=60, check=True).stdout
+    return min(int(n) for n in re.findall(r"bandwidth/memcpy/n=(\d+)/", listed))
 
 
 @pytest.fixture(scope="session")

@@ -10,21 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from conftest import smallest_bandwidth_elements
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "cli" / "mpbench"
 
 pytestmark = pytest.mark.skipif(not BUILD.exists(), reason=f"mpbench is not built at {BUILD}")
 
 
-def smallest_bandwidth_elements():
-    """The bandwidth sweep follows the machine's cache: its smallest size keeps the dry run short."""
-    listed = subprocess.run([str(BUILD), "list", "--suite", "bandwidth", "--quick", "--device", "cpu"],
-                            capture_output=True, text=True, timeout=60, check=True).stdout
-    return min(int(n) for n in re.findall(r"bandwidth/memcpy/n=(\d+)/", listed))
-
-
 def test_check_script_dry_run_on_the_cpu(tmp_path):
-    n = smallest_bandwidth_elements()
+    n = smallest_bandwidth_elements(BUILD)
     env = dict(os.environ, MPBENCH_CHECK_DEVICE="cpu",
                MPBENCH_CHECK_FILTER=rf"square_512/|bandwidth/(memcpy|copy)/n={n}/fp32|cast/copy/|f32_to_bf16/",
                MPBENCH_CHECK_TESTS="test_core test_backends", MPBENCH_CHECK_TRAINING="--config tiny --steps 4",

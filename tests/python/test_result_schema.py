@@ -9,6 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from conftest import smallest_bandwidth_elements
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "results" / "schema" / "result-1.schema.json").read_text())
 BINARY = Path(os.environ.get("MPBENCH_BIN", ROOT / "build" / "cli" / "mpbench"))
@@ -19,8 +21,9 @@ pytestmark = pytest.mark.skipif(not BINARY.exists(), reason=f"mpbench is not bui
 @pytest.fixture(scope="module")
 def document(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "result.json"
-    subprocess.run([str(BINARY), "run", "--suite", "all", "--device", "cpu", "--quick",
-                    "--filter", r"square_512/|align_1023/|memcpy/|triad/|copy/|f32_to_bf16/|e4m3",
+    n = smallest_bandwidth_elements(BINARY)
+    subprocess.run([str(BINARY), "run", "--suite", "all", "--device", "cpu", "--quick", "--filter",
+                    rf"square_512/|align_1023/|bandwidth/(memcpy|triad|copy)/n={n}/|cast/copy/|f32_to_bf16/|e4m3",
                     "--config", "tiny", "--steps", "4", "--out", str(out)], check=True, capture_output=True, text=True)
     return json.loads(out.read_text())
 
