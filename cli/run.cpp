@@ -193,6 +193,9 @@ int run_benchmarks(const RunOptions& options) {
   if (plan) work.push_back(fmt::format("{} training mode{}", plan->modes.size(), plan->modes.size() == 1 ? "" : "s"));
   fmt::print(stderr, "mpbench: {} on {} ({})\n", fmt::join(work, " and "), backend.device().name,
              backend.device().backend);
+  // Made before anything is measured: ops that cannot be set up (no kernel image, cuBLASLt) fail
+  // the run before it has results to lose.
+  const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
   install_interrupt_handler();
   microbench::RunOutcome outcome;
   if (!specs.empty()) {
@@ -202,7 +205,6 @@ int run_benchmarks(const RunOptions& options) {
   }
   for (const Suite* s : suites) s->finalize(outcome.cases);
   if (plan && !outcome.interrupted) {
-    const auto ops = make_transformer_ops(backend, plan->tensor_cores);
     auto trained = workloads::run_transformer_suite(*plan, *ops, backend.device(), print_line);
     for (auto& c : trained.cases) outcome.cases.push_back(std::move(c));
     outcome.interrupted = trained.interrupted;
