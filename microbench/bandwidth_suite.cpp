@@ -121,9 +121,8 @@ std::vector<std::int64_t> bandwidth_sweep_elements(const DeviceInfo& device, boo
   const double cache_elements = std::max(static_cast<double>(device.l2_bytes) / 4.0, 65536.0);
   const auto base = static_cast<std::int64_t>(std::exp2(std::round(std::log2(cache_elements))));
   constexpr double kLargestCaseBytesPerElement = 3 * 4;  // add and triad: three fp32 arrays
-  const std::int64_t fits = device.memory_bytes == 0
-                                ? base << 3
-                                : power_of_two_at_most(std::max(device.memory_bytes / 2.0 / kLargestCaseBytesPerElement, 1.0));
+  const double fitting = static_cast<double>(device.memory_bytes) / 2.0 / kLargestCaseBytesPerElement;
+  const std::int64_t fits = device.memory_bytes == 0 ? base << 3 : power_of_two_at_most(std::max(fitting, 1.0));
   const std::vector<int> shifts = quick ? std::vector<int>{-3, 0, 3} : std::vector<int>{-3, -2, -1, 0, 1, 2, 3};
   std::vector<std::int64_t> sizes;
   for (int s : shifts) {
