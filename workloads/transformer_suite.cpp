@@ -252,8 +252,13 @@ ProfiledSteps profile_steps(const TransformerPlan& plan, Trainer& trainer, Trans
     out.trace = recorder->finish();
     out.gpu_activity = recorder->records_gpu_activity();
     out.source = recorder->source();
-    if (plan.counters && out.gpu_activity && !interrupted)
-      out.counters = count_step(trainer, ops, data, out.trace, out.step_seconds.size());
+    if (plan.counters && out.gpu_activity && !interrupted) {
+      try {
+        out.counters = count_step(trainer, ops, data, out.trace, out.step_seconds.size());
+      } catch (const BackendError& e) {  // a step failing under kernel replay costs the counts, not the profile
+        out.counters = {{"status", "unavailable"}, {"reason", fmt::format("the counted step failed: {}", e.what())}};
+      }
+    }
   } catch (const profiler::CuptiUnavailable& e) {
     out = ProfiledSteps{};
     out.unprofiled_reason = e.what();
