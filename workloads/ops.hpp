@@ -151,6 +151,10 @@ enum class AttentionKernels { unfused, fused };
 std::string_view attention_kernels_name(AttentionKernels kernels);  // "unfused", "fused"
 // The kernels of that name; UsageError for any other.
 AttentionKernels parse_attention_kernels(std::string_view name);
+// Whether the fused kernels take the operands of GEMMs in `precision`: fp16 and bf16 only.
+inline bool fused_attention_takes(GemmPrecision precision) {
+  return precision == GemmPrecision::fp16 || precision == GemmPrecision::bf16;
+}
 // What decides whether fused kernels can train an attention: its heads' channels and its
 // sequences' tokens.
 struct AttentionDims {

@@ -56,9 +56,7 @@ std::size_t training_bytes(const TransformerPlan& plan, const TrainOptions& opti
 TrainOptions estimated_options(const TransformerPlan& plan, const DeviceInfo& device, amp::Mode mode, int batch) {
   TrainOptions options = plan.train;
   options.batch = batch;
-  const GemmPrecision precision = gemm_precision(mode);
-  const bool fused_possible =
-      device.backend == "cuda" && (precision == GemmPrecision::fp16 || precision == GemmPrecision::bf16);
+  const bool fused_possible = device.backend == "cuda" && fused_attention_takes(gemm_precision(mode));
   options.attention = plan.attention.value_or(fused_possible ? AttentionKernels::fused : AttentionKernels::unfused);
   return options;
 }

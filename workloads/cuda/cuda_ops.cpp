@@ -326,7 +326,7 @@ std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKe
                                                                      AttentionDims dims) const {
   if (kernels == AttentionKernels::unfused) return std::nullopt;
   // What the precision rules out first: it needs no cuDNN to say.
-  if (precision != GemmPrecision::fp16 && precision != GemmPrecision::bf16)
+  if (!fused_attention_takes(precision))
     return fmt::format("cuDNN's fused attention takes fp16 or bf16 operands; {} attention runs unfused",
                        gemm_precision_info(precision).name);
   if (compute_major_ < 8)
