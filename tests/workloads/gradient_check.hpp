@@ -1,5 +1,6 @@
 #pragma once
-// Finite-difference helpers for the gradient tests (double precision throughout).
+// Finite-difference helpers for the gradient tests (double precision throughout), and the seeds,
+// tokens, test names and devices the workload tests share.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "amp/policy.hpp"
+#include "core/backend.hpp"
 #include "core/random.hpp"
 
 namespace mpbench::workloads::testing {
@@ -19,6 +21,15 @@ namespace mpbench::workloads::testing {
 inline std::uint64_t fresh_seed() {
   std::random_device device;
   return (std::uint64_t{device()} << 32) | device();
+}
+
+// A CPU device with `memory_bytes` of memory, for planning runs against.
+inline DeviceInfo cpu_with(std::uint64_t memory_bytes) {
+  DeviceInfo device;
+  device.backend = "cpu";
+  device.name = "test CPU";
+  device.memory_bytes = memory_bytes;
+  return device;
 }
 
 // A test name for a precision mode: its name without dashes (amp-bf16: ampbf16).

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "tests/workloads/gradient_check.hpp"
 #include "workloads/reference_ops.hpp"
 #include "workloads/trainer.hpp"
 #include "workloads/transformer_suite.hpp"
@@ -11,13 +12,7 @@
 namespace mpbench::workloads {
 namespace {
 
-DeviceInfo cpu_with(std::uint64_t memory_bytes) {
-  DeviceInfo device;
-  device.backend = "cpu";
-  device.name = "test CPU";
-  device.memory_bytes = memory_bytes;
-  return device;
-}
+using testing::cpu_with;
 
 TransformerSuiteOptions tiny(int steps) {
   TransformerSuiteOptions o;

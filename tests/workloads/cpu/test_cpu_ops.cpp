@@ -459,13 +459,7 @@ TEST_F(CpuOps, ReleasedScratchIsFreed) {
 
 // A mode's peak memory is its own: the same whether or not another mode ran first on the same ops.
 TEST(CpuTransformerSuite, PeakMemoryOfAModeDoesNotDependOnTheModesBefore) {
-  const DeviceInfo cpu = [] {
-    DeviceInfo d;
-    d.backend = "cpu";
-    d.name = "test CPU";
-    d.memory_bytes = 64ull << 30;
-    return d;
-  }();
+  const DeviceInfo cpu = testing::cpu_with(64ull << 30);
   const auto bf16_peak = [&](std::vector<amp::Mode> modes) {
     TransformerSuiteOptions o;
     o.config = "tiny";
