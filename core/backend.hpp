@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "core/capability.hpp"
 #include "core/dtype.hpp"
 #include "core/gemm.hpp"
 
@@ -129,8 +130,13 @@ class Backend {
   virtual void flush_cache() = 0;
   virtual std::unique_ptr<DeviceTimer> make_timer() = 0;
 
-  // nullopt when supported; otherwise the reason, e.g. "fp8 needs compute capability 8.9+".
-  virtual std::optional<std::string> gemm_unsupported(GemmPrecision precision) const = 0;
+  // The device's one capability table: per GEMM precision native, converted or unsupported.
+  virtual const CapabilityTable& capabilities() const = 0;
+  // nullopt when the precision runs here; otherwise the table's reason, e.g. "fp8 GEMMs need
+  // compute capability 8.9+".
+  std::optional<std::string> gemm_unsupported(GemmPrecision precision) const {
+    return capabilities().unsupported(precision);
+  }
   virtual std::unique_ptr<PreparedOp> make_gemm(GemmPrecision precision, const GemmShape& shape,
                                                 const DeviceBuffer& a, const DeviceBuffer& b,
                                                 DeviceBuffer& c) = 0;

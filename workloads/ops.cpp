@@ -18,6 +18,13 @@ std::string_view phase_name(Phase phase) {
   return "unknown";
 }
 
+std::optional<std::string> workload_gemm_rule(GemmPrecision precision) {
+  if (precision == GemmPrecision::fp16_acc16)
+    return "the Transformer workload accumulates every GEMM in fp32; fp16 accumulation is a GEMM-suite precision";
+  if (precision == GemmPrecision::fp8_e4m3) return "the Transformer workload has no fp8 GEMM path yet";
+  return std::nullopt;
+}
+
 std::string_view tensor_core_policy_name(TensorCorePolicy policy) {
   switch (policy) {
     case TensorCorePolicy::on: return "on";

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "amp/format_info.hpp"
+#include "core/capability.hpp"
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "workloads/elementwise.hpp"
@@ -168,6 +169,11 @@ std::size_t attention_saved_elements(AttentionKernels kernels, int B, int T, int
 // The fused statistics' part of that: [B,NH,T] rounded up to a multiple of 64 elements.
 std::size_t fused_attention_statistics_elements(int B, int T, int NH);
 
+// Why the Transformer workload runs no GEMM in `precision` on any device, or nothing: its GEMMs
+// accumulate in fp32 into fp32 results (fp16 accumulation is a GEMM-suite precision) and it has no
+// fp8 GEMM path yet.
+std::optional<std::string> workload_gemm_rule(GemmPrecision precision);
+
 // The part of a training step an op belongs to (the profiler attributes kernels by it).
 enum class Phase { forward, backward, optimizer, scaler };
 std::string_view phase_name(Phase phase);
@@ -210,8 +216,18 @@ class TransformerOps : public virtual OpsMemory {
   // A short description of how the ops run (shown in results), e.g. "oneDNN matmul, OpenMP loops".
   virtual std::string implementation() const = 0;
 
-  // Why these ops cannot run GEMMs in `precision`, or nothing when they can.
-  virtual std::optional<std::string> unsupported(GemmPrecision precision) const = 0;
+  // The capability table of the device the ops run on (the backend's, for the CPU and CUDA ops).
+  virtual const CapabilityTable& capabilities() const = 0;
+  // Why these ops cannot run GEMMs in `precision`, or nothing when they can: the workload's own
+  // rule (every GEMM accumulates in fp32 into fp32 results; no fp8 path yet), then the table's.
+  std::optional<std::string> unsupported(GemmPrecision precision) const {
+    if (const auto reason = workload_gemm_rule(precision)) return reason;
+    return capabilities().unsupported(precision);
+  }
+  // How the ops' GEMMs run in `precision` on this device: native, converted or unsupported.
+  GemmPath gemm_path(GemmPrecision precision) const {
+    return unsupported(precision) ? GemmPath::unsupported : capabilities().path(precision);
+  }
   virtual void set_matmul_precision(const MatmulPrecision& precision) = 0;
   // The algorithms the ops' GEMMs chose so far, one per distinct problem, as the library describes
   // them; empty where the ops do not know (the reference's loops, oneDNN).

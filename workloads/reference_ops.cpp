@@ -356,14 +356,20 @@ double ReferenceOps<Real>::global_norm(const Real* grads, std::size_t n) {
 }
 
 template <typename Real>
-std::optional<std::string> ReferenceOps<Real>::unsupported(GemmPrecision precision) const {
-  if (precision == GemmPrecision::fp8_e4m3) return "the Transformer workload has no fp8 GEMM path yet";
-  return std::nullopt;
+const CapabilityTable& ReferenceOps<Real>::capabilities() const {
+  static const CapabilityTable kTable = [] {
+    std::vector<GemmCapability> rows;
+    for (const GemmPrecisionInfo& info : gemm_precisions())
+      rows.push_back({info.precision, GemmPath::converted,
+                      "the reference loops round the operands to the format and accumulate in Real"});
+    return CapabilityTable(std::move(rows));
+  }();
+  return kTable;
 }
 
 template <typename Real>
 void ReferenceOps<Real>::set_matmul_precision(const MatmulPrecision& precision) {
-  if (const auto reason = unsupported(precision.gemm)) throw UsageError(*reason);
+  if (const auto reason = this->unsupported(precision.gemm)) throw UsageError(*reason);
   precision_ = precision;
 }
 

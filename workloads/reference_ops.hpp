@@ -11,7 +11,7 @@ template <typename Real>
 class ReferenceOps final : public TransformerOps<Real>, public HostOpsMemory {
  public:
   std::string implementation() const override { return "reference loops, double accumulation"; }
-  std::optional<std::string> unsupported(GemmPrecision precision) const override;
+  const CapabilityTable& capabilities() const override;
   void set_matmul_precision(const MatmulPrecision& precision) override;
   void round_to(Real* x, std::size_t n, num::Format format) override;
   bool has_half_storage() const override { return true; }

@@ -144,11 +144,16 @@ class CpuBackend : public reference::ReferenceBackend {
   CpuBackend()
       : ReferenceBackend(true), isa_note_(apply_default_isa_limit()), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
-  // Asked for every case a suite builds; oneDNN's answer cannot change within a process.
-  std::optional<std::string> gemm_unsupported(GemmPrecision precision) const override {
-    auto [it, first_time] = gemm_support_.try_emplace(precision);
-    if (first_time) it->second = probe_gemm_support(precision);
-    return it->second;
+  const CapabilityTable& capabilities() const override {
+    if (!capabilities_) {
+      std::vector<GemmCapability> rows;
+      for (const GemmPrecisionInfo& info : gemm_precisions()) {
+        const auto why = probe_gemm_support(info.precision);
+        rows.push_back({info.precision, why ? GemmPath::unsupported : GemmPath::native, why.value_or("oneDNN matmul")});
+      }
+      capabilities_ = CapabilityTable(std::move(rows));
+    }
+    return *capabilities_;
   }
 
   std::unique_ptr<PreparedOp> make_gemm(GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
@@ -201,7 +206,7 @@ class CpuBackend : public reference::ReferenceBackend {
 
   std::optional<std::string> isa_note_;  // first, so the limit precedes the engine
   mutable dnnl::engine engine_;
-  mutable std::map<GemmPrecision, std::optional<std::string>> gemm_support_;
+  mutable std::optional<CapabilityTable> capabilities_;
   dnnl::stream stream_;
 };
 

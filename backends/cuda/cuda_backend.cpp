@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "backends/cuda/capabilities.hpp"
 #include "backends/cuda/check.hpp"
 #include "backends/cuda/cublaslt_gemm.hpp"
 #include "backends/cuda/device_query.hpp"
@@ -103,7 +104,8 @@ class CudaBackend final : public Backend {
         workspace_(device_malloc(workspace_bytes_, "the cuBLASLt workspace")),
         unit_scale_(create_unit_scale()),
         flush_bytes_(2 * info_.l2_bytes),
-        flush_buffer_(device_malloc(flush_bytes_, "the L2 flush buffer")) {}
+        flush_buffer_(device_malloc(flush_bytes_, "the L2 flush buffer")),
+        capabilities_(gpu_capabilities(info_)) {}
 
   ~CudaBackend() override {
     if (cudaSetDevice(device_) != cudaSuccess || cudaStreamSynchronize(stream_.get()) != cudaSuccess)
@@ -164,17 +166,7 @@ class CudaBackend final : public Backend {
     return std::make_unique<EventTimer>(stream_.get());
   }
 
-  std::optional<std::string> gemm_unsupported(GemmPrecision precision) const override {
-    const int capability = info_.compute_capability_major * 10 + info_.compute_capability_minor;
-    const std::string gpu = fmt::format("{} has compute capability {}.{}", info_.name, info_.compute_capability_major,
-                                        info_.compute_capability_minor);
-    if (precision == GemmPrecision::fp8_e4m3 && capability < 89)
-      return fmt::format("fp8 GEMMs need compute capability 8.9+ (Ada, Hopper); {}", gpu);
-    if ((precision == GemmPrecision::tf32 || precision == GemmPrecision::bf16) && capability < 80)
-      return fmt::format("{} Tensor Core GEMMs need compute capability 8.0+ (Ampere); {}",
-                         gemm_precision_info(precision).name, gpu);
-    return std::nullopt;
-  }
+  const CapabilityTable& capabilities() const override { return capabilities_; }
 
   std::unique_ptr<PreparedOp> make_gemm(GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
                                         const DeviceBuffer& b, DeviceBuffer& c) override {
@@ -330,6 +322,7 @@ class CudaBackend final : public Backend {
   DeviceMemory unit_scale_;
   std::size_t flush_bytes_;
   DeviceMemory flush_buffer_;
+  CapabilityTable capabilities_;
 };
 
 }  // namespace

@@ -159,7 +159,16 @@ void ReferenceBackend::flush_cache() {
 
 std::unique_ptr<DeviceTimer> ReferenceBackend::make_timer() { return std::make_unique<HostTimer>(); }
 
-std::optional<std::string> ReferenceBackend::gemm_unsupported(GemmPrecision) const { return std::nullopt; }
+const CapabilityTable& ReferenceBackend::capabilities() const {
+  static const CapabilityTable kTable = [] {
+    std::vector<GemmCapability> rows;
+    for (const GemmPrecisionInfo& info : gemm_precisions())
+      rows.push_back({info.precision, GemmPath::converted,
+                      "the reference loops convert the operands to double and round the result to the output type"});
+    return CapabilityTable(std::move(rows));
+  }();
+  return kTable;
+}
 
 std::unique_ptr<PreparedOp> ReferenceBackend::make_gemm(GemmPrecision precision, const GemmShape& shape,
                                                         const DeviceBuffer& a, const DeviceBuffer& b,

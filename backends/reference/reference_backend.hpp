@@ -19,7 +19,7 @@ class ReferenceBackend : public Backend {
   void synchronize() override {}
   void flush_cache() override;
   std::unique_ptr<DeviceTimer> make_timer() override;
-  std::optional<std::string> gemm_unsupported(GemmPrecision precision) const override;
+  const CapabilityTable& capabilities() const override;
   std::unique_ptr<PreparedOp> make_gemm(GemmPrecision precision, const GemmShape& shape,
                                         const DeviceBuffer& a, const DeviceBuffer& b,
                                         DeviceBuffer& c) override;

@@ -270,7 +270,7 @@ class ReportingOps final : public TransformerOps<float>, public HostOpsMemory {
   std::vector<GemmAlgorithm> gemm_algorithms() const override { return algorithms_; }
 
   std::string implementation() const override { return ref_.implementation(); }
-  std::optional<std::string> unsupported(GemmPrecision p) const override { return ref_.unsupported(p); }
+  const CapabilityTable& capabilities() const override { return ref_.capabilities(); }
   void set_matmul_precision(const MatmulPrecision& p) override { ref_.set_matmul_precision(p); }
   void round_to(float* x, std::size_t n, num::Format f) override { ref_.round_to(x, n, f); }
   bool has_half_storage() const override { return ref_.has_half_storage(); }

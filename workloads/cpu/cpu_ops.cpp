@@ -414,15 +414,15 @@ std::string CpuTransformerOps::implementation() const {
          " and eltwise GELU, OpenMP loops" + (isa_note_ ? "; " + *isa_note_ : "");
 }
 
-std::optional<std::string> CpuTransformerOps::unsupported(GemmPrecision precision) const {
-  auto [it, first_time] = support_.try_emplace(precision);
-  if (!first_time) return it->second;
+std::optional<std::string> CpuTransformerOps::probe(GemmPrecision precision) const {
+  std::optional<std::string> reason;
+  auto it = &reason;
   switch (precision) {
     case GemmPrecision::tf32:
-      it->second = "TF32 is a GPU Tensor Core format; oneDNN has no TF32 matmul on CPUs";
+      (*it) = "TF32 is a GPU Tensor Core format; oneDNN has no TF32 matmul on CPUs";
       break;
-    case GemmPrecision::fp16_acc16: it->second = "oneDNN has no fp16-accumulating matmul on CPUs"; break;
-    case GemmPrecision::fp8_e4m3: it->second = "oneDNN " + onednn_version() + " has no fp8 matmul on CPUs"; break;
+    case GemmPrecision::fp16_acc16: (*it) = "oneDNN has no fp16-accumulating matmul on CPUs"; break;
+    case GemmPrecision::fp8_e4m3: (*it) = "oneDNN " + onednn_version() + " has no fp8 matmul on CPUs"; break;
     case GemmPrecision::fp32:
     case GemmPrecision::fp16:
     case GemmPrecision::bf16:
@@ -430,12 +430,24 @@ std::optional<std::string> CpuTransformerOps::unsupported(GemmPrecision precisio
       try {
         OneDnn::matmul_descriptor(dnn_->engine, {64, 64, 64, false, true, operand_type(precision), true, false});
       } catch (const dnnl::error&) {
-        it->second = std::string(gemm_precision_info(precision).name) + " matmul not supported by oneDNN " +
+        (*it) = std::string(gemm_precision_info(precision).name) + " matmul not supported by oneDNN " +
                      onednn_version() + " on this CPU";
       }
       break;
   }
-  return it->second;
+  return reason;
+}
+
+const CapabilityTable& CpuTransformerOps::capabilities() const {
+  if (!capabilities_) {
+    std::vector<GemmCapability> rows;
+    for (const GemmPrecisionInfo& info : gemm_precisions()) {
+      const auto why = probe(info.precision);
+      rows.push_back({info.precision, why ? GemmPath::unsupported : GemmPath::native, why.value_or("oneDNN matmul")});
+    }
+    capabilities_ = CapabilityTable(std::move(rows));
+  }
+  return *capabilities_;
 }
 
 void CpuTransformerOps::set_matmul_precision(const MatmulPrecision& precision) {

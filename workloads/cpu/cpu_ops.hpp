@@ -24,7 +24,7 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   CpuTransformerOps& operator=(const CpuTransformerOps&) = delete;
 
   std::string implementation() const override;
-  std::optional<std::string> unsupported(GemmPrecision precision) const override;
+  const CapabilityTable& capabilities() const override;
   void set_matmul_precision(const MatmulPrecision& precision) override;
   void round_to(float* x, std::size_t n, num::Format format) override;
   bool has_half_storage() const override { return true; }
@@ -80,7 +80,8 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   std::optional<std::string> isa_note_;  // mpbench's default ISA limit, decided before oneDNN starts
   std::unique_ptr<OneDnn> dnn_;
   MatmulPrecision precision_;
-  mutable std::map<GemmPrecision, std::optional<std::string>> support_;
+  std::optional<std::string> probe(GemmPrecision precision) const;
+  mutable std::optional<CapabilityTable> capabilities_;
   OpsArray<std::uint16_t> operand_a_, operand_b_;  // low-precision GEMM operands
   OpsArray<float> result_;                         // GEMM results before rounding and adding
   std::array<OpsArray<float>, 2> decoded_;         // half-storage values decoded to fp32

@@ -10,7 +10,9 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/cuda/capabilities.hpp"
 #include "backends/cuda/check.hpp"
+#include "backends/cuda/device_query.hpp"
 #include "backends/cuda/cublaslt_gemm.hpp"
 #include "backends/cuda/cuda_backend.hpp"
 #include "core/error.hpp"
@@ -195,6 +197,7 @@ CudaTransformerOps::CudaTransformerOps(int device) : device_(device), plans_(std
   device_name_ = properties.name;
   compute_major_ = properties.major;
   compute_minor_ = properties.minor;
+  capabilities_ = cuda::gpu_capabilities(cuda::query_device(device));
   if (const std::optional<std::string> problem = cuda_kernels::kernel_image_problem())
     throw UsageError(fmt::format("{} (compute capability {}.{}) cannot run this build's Transformer kernels: {}; "
                                  "rebuild with -DCMAKE_CUDA_ARCHITECTURES={}{}",
@@ -304,23 +307,7 @@ std::string CudaTransformerOps::implementation() const {
                      version % 100, attention, tensor_cores);
 }
 
-std::optional<std::string> CudaTransformerOps::unsupported(GemmPrecision precision) const {
-  const auto needs = [&](int major, int minor, const char* what) -> std::optional<std::string> {
-    if (compute_major_ > major || (compute_major_ == major && compute_minor_ >= minor)) return std::nullopt;
-    return fmt::format("{} needs compute capability {}.{} or newer; {} is {}.{}", what, major, minor, device_name_,
-                       compute_major_, compute_minor_);
-  };
-  switch (precision) {
-    case GemmPrecision::fp32: return std::nullopt;
-    case GemmPrecision::tf32: return needs(8, 0, "TF32 Tensor Core GEMMs");
-    case GemmPrecision::bf16: return needs(8, 0, "bf16 GEMMs");
-    case GemmPrecision::fp16: return needs(7, 0, "fp16 Tensor Core GEMMs");
-    case GemmPrecision::fp16_acc16:
-      return "the Transformer workload accumulates every GEMM in fp32; fp16 accumulation is a GEMM-suite precision";
-    case GemmPrecision::fp8_e4m3: return "the Transformer workload has no fp8 GEMM path yet";
-  }
-  return "unknown GEMM precision";
-}
+const CapabilityTable& CudaTransformerOps::capabilities() const { return capabilities_; }
 
 std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKernels kernels, GemmPrecision precision,
                                                                      AttentionDims dims) const {

@@ -58,7 +58,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
   void synchronize() override;
 
   std::string implementation() const override;
-  std::optional<std::string> unsupported(GemmPrecision precision) const override;
+  const CapabilityTable& capabilities() const override;
   // Fused: fp16/bf16, compute capability 8.0 or newer, head sizes that are multiples of 8 up to
   // what cuDNN's backward takes (256 on Hopper, 128 on the others), sequences of more than one
   // token, and cuDNN loaded.
@@ -167,6 +167,7 @@ class CudaTransformerOps final : public TransformerOps<float> {
   int device_;
   std::string device_name_;
   int compute_major_ = 0, compute_minor_ = 0;
+  CapabilityTable capabilities_;
   std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDeleter> stream_;
   std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, LtHandleDeleter> lt_;
   cuda_kernels::Launch launch_;
