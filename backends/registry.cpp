@@ -45,15 +45,15 @@ int parse_cuda_index(const std::string& device) {
 }
 }  // namespace
 
-BackendChoice choose_backend(const std::string& device) {
-  if (device == "cpu") return {cpu::make_backend(), ""};
+BackendChoice choose_backend(const std::string& device, const cpu::CpuOptions& cpu_options) {
+  if (device == "cpu") return {cpu::make_backend(cpu_options), ""};
   if (device == "auto") {
     if (auto why = cuda_unavailable_reason())
-      return {cpu::make_backend(), fmt::format("{}: --device auto falls back to the CPU", *why)};
+      return {cpu::make_backend(cpu_options), fmt::format("{}: --device auto falls back to the CPU", *why)};
     // A GPU that is there but cannot be set up (no kernel image for it, no memory left) is not
     // usable either: auto says why and goes on where it can.
-    const auto fall_back = [](const std::exception& e) {
-      return BackendChoice{cpu::make_backend(),
+    const auto fall_back = [&cpu_options](const std::exception& e) {
+      return BackendChoice{cpu::make_backend(cpu_options),
                            fmt::format("GPU 0 is not usable ({}): --device auto falls back to the CPU", e.what())};
     };
     try {
@@ -75,12 +75,14 @@ BackendChoice choose_backend(const std::string& device) {
   throw UsageError(fmt::format("unknown device '{}': use auto, cuda, cuda:N or cpu", device));
 }
 
-nlohmann::json full_environment(const std::vector<std::string>& command_line) {
+nlohmann::json full_environment(const std::vector<std::string>& command_line, const cpu::CpuOptions& cpu_options) {
   nlohmann::json env = host_environment(command_line);
-  const nlohmann::json cpu_backend = cpu::make_backend()->environment();
+  const nlohmann::json cpu_backend = cpu::make_backend(cpu_options)->environment();
   env["onednn"] = cpu_backend["onednn"];
   env["cpu"]["element_loops"] = cpu_backend["element_loops"];
   env["cpu"]["threads"] = cpu_backend["threads"];
+  env["cpu"]["gemm_path_choice"] = cpu_backend["gemm_path_choice"];
+  env["cpu"]["capabilities"] = cpu_backend["capabilities"];
 #if MPBENCH_HAVE_CUDA
   const nlohmann::json cuda_env = cuda::environment();
   env["cuda"] = cuda_env.value("cuda", nlohmann::json::object());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_options.hpp"
 #include "core/backend.hpp"
 
 namespace mpbench {
@@ -15,13 +16,15 @@ struct BackendChoice {
   std::string note;  // e.g. "no CUDA GPU found (...): --device auto falls back to the CPU"
 };
 
-// device: "auto", "cuda", "cuda:N" or "cpu". Throws UsageError for an unknown device or for
-// "cuda" when no GPU is usable (saying why and suggesting --device cpu).
-BackendChoice choose_backend(const std::string& device);
+// device: "auto", "cuda", "cuda:N" or "cpu"; a CPU backend is made with `cpu`. Throws UsageError
+// for an unknown device or for "cuda" when no GPU is usable (saying why and suggesting --device cpu).
+BackendChoice choose_backend(const std::string& device, const cpu::CpuOptions& cpu = {});
 // Why the CUDA backend cannot run here; nullopt when it can.
 std::optional<std::string> cuda_unavailable_reason();
 bool built_with_cuda();
-// Host facts plus every backend's libraries and the GPUs, whether or not a GPU is usable.
-nlohmann::json full_environment(const std::vector<std::string>& command_line);
+// Host facts plus every backend's libraries and the GPUs, whether or not a GPU is usable, with
+// each device's capability table (the CPU's as `cpu` makes it: env.cpu.capabilities, and
+// env.gpus[].capabilities).
+nlohmann::json full_environment(const std::vector<std::string>& command_line, const cpu::CpuOptions& cpu = {});
 
 }  // namespace mpbench

@@ -6,6 +6,7 @@
 #include "backends/registry.hpp"
 #include "cli/commands.hpp"
 #include "cli/command_line.hpp"
+#include "core/gemm.hpp"
 
 namespace mpbench::cli {
 
@@ -14,6 +15,16 @@ namespace {
 std::string value_or_missing(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return "not found";
   return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+// The capability table as stored ({"gemm": {"bf16": {"path", "reason"}}}), a line per precision.
+void print_capabilities(const std::string& heading, const nlohmann::json& table) {
+  if (!table.contains("gemm")) return;
+  fmt::print("{}\n", heading);
+  for (const GemmPrecisionInfo& info : gemm_precisions()) {
+    const nlohmann::json row = table["gemm"].value(std::string(info.name), nlohmann::json::object());
+    fmt::print("          {:<11} {:<12} {}\n", info.name, row.value("path", "?"), row.value("reason", ""));
+  }
 }
 
 void print_text(const nlohmann::json& env) {
@@ -29,6 +40,8 @@ void print_text(const nlohmann::json& env) {
              value_or_missing(env["onednn"], "effective_isa"), value_or_missing(env["onednn"], "cpu_runtime"));
   if (env["onednn"].value("default_isa_limit", nlohmann::json()).is_string())
     fmt::print("          {}\n", env["onednn"]["default_isa_limit"].get<std::string>());
+  print_capabilities(fmt::format("cpu gemms (--cpu-gemm {})", value_or_missing(env["cpu"], "gemm_path_choice")),
+                     env["cpu"].value("capabilities", nlohmann::json()));
   const auto& cuda = env["cuda"];
   if (cuda.empty()) fmt::print("cuda      not built in\n");
   for (const auto& [name, version] : cuda.items())
@@ -37,7 +50,8 @@ void print_text(const nlohmann::json& env) {
   for (const auto& gpu : env["gpus"]) {
     fmt::print("gpu {}     {}\n", gpu.value("index", 0), gpu.value("name", "?"));
     for (const auto& [key, value] : gpu.items())
-      if (key != "name" && key != "index") fmt::print("          {:<22} {}\n", key, value.is_string() ? value.get<std::string>() : value.dump());
+      if (key != "name" && key != "index" && key != "capabilities") fmt::print("          {:<22} {}\n", key, value.is_string() ? value.get<std::string>() : value.dump());
+    print_capabilities(fmt::format("gpu {} gemms", gpu.value("index", 0)), gpu.value("capabilities", nlohmann::json()));
   }
 }
 

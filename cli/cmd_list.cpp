@@ -1,35 +1,87 @@
-// mpbench list [--suite S] [--device D] [--quick]: the suites and the cases they would run here.
+// mpbench list [--suite S[,S...]] [--device D] [--quick] [--cpu-gemm G] [--cpu-isa I]: the device's
+// capability table, then the suites and the cases they would run there.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "backends/cpu/isa.hpp"
 #include "backends/registry.hpp"
 #include "cli/commands.hpp"
-#include "microbench/suite.hpp"
+#include "cli/suite_selection.hpp"
+#include "workloads/model.hpp"
+#include "workloads/transformer_suite.hpp"
 
 namespace mpbench::cli {
 
+namespace {
+
+// " (converted)" or " (skipped: why)" after a case that does not run natively.
+std::string path_note(const Backend& backend, GemmPrecision precision, const std::optional<std::string>& skipped) {
+  if (skipped) return fmt::format("  (skipped: {})", *skipped);
+  return backend.capabilities().path(precision) == GemmPath::converted ? "  (converted)" : "";
+}
+
+void list_microbenchmark(const microbench::Suite& suite, Backend& backend, bool quick) {
+  microbench::SuiteOptions options;
+  options.quick = quick;
+  const auto cases = suite.cases(backend, options);
+  fmt::print("{} — {}\n  precisions: {}\n  {} cases on {}:\n", suite.name, suite.description,
+             fmt::join(suite.precisions, ", "), cases.size(), backend.device().name);
+  for (const auto& c : cases) {
+    const bool gemm = suite.name == "gemm";
+    const std::string note = gemm ? path_note(backend, parse_gemm_precision(c.precision), c.skip_reason)
+                             : c.skip_reason ? fmt::format("  (skipped: {})", *c.skip_reason)
+                                             : "";
+    fmt::print("    {}{}\n", c.id(), note);
+  }
+}
+
+// The transformer's modes on this device, as `run --suite transformer` would train them.
+void list_transformer(const Backend& backend, bool quick) {
+  workloads::TransformerSuiteOptions options;
+  options.quick = quick;
+  const workloads::TransformerPlan plan = workloads::plan_transformer_run(options, backend.device());
+  fmt::print("{} — {}\n  precisions (modes): {}\n  {} training modes on {}, case {} ({} steps):\n",
+             workloads::kTransformerSuite, workloads::kTransformerSuiteDescription, amp::mode_names(),
+             plan.modes.size(), backend.device().name, plan.case_name(), plan.train.steps);
+  for (amp::Mode mode : plan.modes) {
+    const GemmPrecision precision = workloads::gemm_precision(mode);
+    std::optional<std::string> skipped = workloads::workload_gemm_rule(precision);
+    if (!skipped) skipped = backend.gemm_unsupported(precision);
+    fmt::print("    {}/{}/{}{}\n", workloads::kTransformerSuite, plan.case_name(), amp::mode_name(mode),
+               path_note(backend, precision, skipped));
+  }
+}
+
+}  // namespace
+
 void add_list_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("list", "list the suites and the cases each runs on the chosen device");
-  auto suite = std::make_shared<std::string>("all");
+  auto* cmd = app.add_subcommand(
+      "list", "show the device's capability table (per GEMM precision: native, converted or unsupported, and why) "
+              "and the cases each suite runs there");
+  auto suites = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"all"});
   auto device = std::make_shared<std::string>("auto");
   auto quick = std::make_shared<bool>(false);
-  cmd->add_option("--suite", *suite, "gemm, bandwidth, cast or all")->capture_default_str();
+  auto cpu_gemm = std::make_shared<std::string>("auto");
+  auto cpu_isa = std::make_shared<std::string>();
+  cmd->add_option("--suite", *suites, fmt::format("{} or all (repeat or comma-separate)", fmt::join(suite_names(), ", ")))
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--device", *device, "auto, cuda, cuda:N or cpu: sizes follow the device's cache and memory")->capture_default_str();
   cmd->add_flag("--quick", *quick, "the cases of a --quick run");
-  cmd->callback([suite, device, quick, &exit_code] {
-    std::vector<const microbench::Suite*> chosen;
-    if (*suite == "all") for (const auto& s : microbench::suites()) chosen.push_back(&s);
-    else chosen.push_back(&microbench::find_suite(*suite));
-    BackendChoice choice = choose_backend(*device);
+  cmd->add_option("--cpu-gemm", *cpu_gemm, "auto, native or converted: as `run --cpu-gemm`")
+      ->check(CLI::IsMember({"auto", "native", "converted"}))
+      ->capture_default_str();
+  cmd->add_option("--cpu-isa", *cpu_isa, fmt::format("as `run --cpu-isa`: {}", fmt::join(cpu::isa_names(), ", ")));
+  cmd->callback([suites, device, quick, cpu_gemm, cpu_isa, &exit_code] {
+    const SuiteSelection selection = select_suites(*suites);
+    if (!cpu_isa->empty()) cpu::limit_isa(*cpu_isa);
+    BackendChoice choice = choose_backend(*device, {cpu::parse_gemm_path_choice(*cpu_gemm)});
     if (!choice.note.empty()) fmt::print(stderr, "mpbench: note: {}\n", choice.note);
-    microbench::SuiteOptions options;
-    options.quick = *quick;
-    for (const auto* s : chosen) {
-      const auto cases = s->cases(*choice.backend, options);
-      fmt::print("{} — {}\n  precisions: {}\n  {} cases on {}:\n", s->name, s->description, fmt::join(s->precisions, ", "),
-                 cases.size(), choice.backend->device().name);
-      for (const auto& c : cases)
-        fmt::print("    {}{}\n", c.id(), c.skip_reason ? fmt::format("  (skipped: {})", *c.skip_reason) : "");
-    }
+    Backend& backend = *choice.backend;
+    fmt::print("capabilities of {} ({}):\n{}\n", backend.device().name, backend.device().backend,
+               backend.capabilities().to_text());
+    for (const auto* suite : selection.microbenchmarks) list_microbenchmark(*suite, backend, *quick);
+    if (selection.transformer) list_transformer(backend, *quick);
     exit_code = 0;
   });
 }

@@ -1,7 +1,7 @@
 // mpbench run: the CLI11 front of run.hpp.
 #include <fmt/format.h>
 
-#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/isa.hpp"
 #include "cli/commands.hpp"
 #include "cli/run.hpp"
 #include "core/error.hpp"
@@ -43,6 +43,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--shape", o->shapes, "extra GEMM shape MxNxK[xBATCH] for the gemm suite (repeatable)");
   cmd->add_option("--cpu-isa", o->cpu_isa,
                   fmt::format("limit oneDNN to an instruction set, as DNNL_MAX_CPU_ISA does: {}", fmt::join(cpu::isa_names(), ", ")));
+  cmd->add_option("--cpu-gemm", o->cpu_gemm,
+                  "how a CPU runs bf16, fp16 and fp8 GEMMs: auto (natively where it has the instructions, e.g. "
+                  "AVX512-BF16 or AMX, else converted), native (only natively: an error where the CPU cannot), or "
+                  "converted (operands widened to fp32, the fp32 matmul, the result rounded back); cases record "
+                  "details.gemm_path")
+      ->check(CLI::IsMember({"auto", "native", "converted"}))->capture_default_str();
   auto* noise = cmd->add_option("--max-noise", *max_noise, "stop sampling once stddev/mean is below this (default 0.005; --quick 0.02)")->check(kPositive);
   auto* mintime = cmd->add_option("--min-time", *min_time, "seconds of device time to accumulate per case at least (default 0.5; --quick 0.05)")->check(kPositive);
   auto* limit = cmd->add_option("--timeout", *timeout, "wall-clock seconds per case at most (default 15; --quick 3)")->check(kPositive);

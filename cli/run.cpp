@@ -8,9 +8,10 @@
 #include <regex>
 #include <set>
 
-#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/isa.hpp"
 #include "backends/registry.hpp"
 #include "cli/command_line.hpp"
+#include "cli/suite_selection.hpp"
 #include "cli/transformer_ops.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
@@ -25,29 +26,6 @@ namespace {
 
 using microbench::CaseSpec;
 using microbench::Suite;
-
-constexpr const char* kTransformer = "transformer";
-
-bool wants_transformer(const std::vector<std::string>& names) {
-  return std::any_of(names.begin(), names.end(), [](const std::string& n) { return n == "all" || n == kTransformer; });
-}
-
-// The microbenchmark suites among `names` (the transformer suite runs apart from them).
-std::vector<const Suite*> selected_suites(const std::vector<std::string>& names) {
-  std::vector<const Suite*> chosen;
-  for (const auto& name : names) {
-    if (name == kTransformer) continue;
-    if (name == "all") {
-      for (const auto& s : microbench::suites()) chosen.push_back(&s);
-      continue;
-    }
-    chosen.push_back(&microbench::find_suite(name));
-  }
-  std::vector<const Suite*> unique;
-  for (const Suite* s : chosen)
-    if (std::find(unique.begin(), unique.end(), s) == unique.end()) unique.push_back(s);
-  return unique;
-}
 
 void check_precisions(const std::vector<std::string>& precisions, const std::vector<const Suite*>& suites,
                       bool transformer) {
@@ -97,6 +75,50 @@ void check_device_can(const std::vector<std::string>& precisions, const std::vec
   }
 }
 
+// The GEMM precisions the run's cases and modes use (what its capability notes are about).
+std::vector<GemmPrecision> gemm_precisions_run(const std::vector<std::string>& precisions,
+                                               const std::vector<const Suite*>& suites,
+                                               const std::optional<workloads::TransformerPlan>& plan) {
+  std::set<GemmPrecision> used;
+  const bool gemm = std::any_of(suites.begin(), suites.end(), [](const Suite* s) { return s->name == "gemm"; });
+  for (const GemmPrecisionInfo& info : gemm_precisions())
+    if (gemm && (precisions.empty() || std::count(precisions.begin(), precisions.end(), info.name)))
+      used.insert(info.precision);
+  if (plan)
+    for (amp::Mode mode : plan->modes)
+      if (!workloads::workload_gemm_rule(workloads::gemm_precision(mode))) used.insert(workloads::gemm_precision(mode));
+  return {used.begin(), used.end()};
+}
+
+// Before the first measurement: which of the run's GEMM precisions run converted or not at all.
+void print_capability_notes(const Backend& backend, const std::vector<GemmPrecision>& used) {
+  for (GemmPrecision precision : used) {
+    const GemmCapability& row = backend.capabilities().gemm(precision);
+    if (row.path == GemmPath::native) continue;
+    fmt::print(stderr, "mpbench: {} GEMMs {} on {}: {}\n", gemm_precision_info(precision).name,
+               row.path == GemmPath::converted ? "run converted" : "are skipped", backend.device().name, row.reason);
+  }
+}
+
+// --cpu-gemm native on a CPU that runs none of the low precisions asked for (or, none named, none
+// at all) natively: a mistake to say before any work, naming what the CPU lacks.
+void check_native_choice(const RunOptions& options, const Backend& backend, const std::vector<GemmPrecision>& used) {
+  if (options.cpu_gemm != "native" || backend.device().backend != "cpu") return;
+  std::vector<std::string> lacking;
+  bool any_native = false;
+  for (GemmPrecision precision : {GemmPrecision::fp16, GemmPrecision::bf16, GemmPrecision::fp8_e4m3}) {
+    const bool asked = options.precisions.empty() || std::count(used.begin(), used.end(), precision);
+    if (!asked) continue;
+    const GemmCapability& row = backend.capabilities().gemm(precision);
+    if (row.path == GemmPath::native) any_native = true;
+    else lacking.push_back(fmt::format("{}: {}", gemm_precision_info(precision).name, row.reason));
+  }
+  const bool refuse = options.precisions.empty() ? !any_native : !lacking.empty();
+  if (refuse)
+    throw UsageError(fmt::format("--cpu-gemm native on {}: {}; use --cpu-gemm auto to run them converted",
+                                 backend.device().name, fmt::join(lacking, "; ")));
+}
+
 SamplerConfig sampler_config(const RunOptions& o) {
   SamplerConfig c = o.quick ? SamplerConfig::quick() : SamplerConfig::standard();
   if (o.max_noise) c.max_noise = *o.max_noise;
@@ -138,9 +160,11 @@ void print_line(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_s
 }  // namespace
 
 int run_benchmarks(const RunOptions& options) {
-  const auto suites = selected_suites(options.suites);
-  const bool transformer = wants_transformer(options.suites);
+  const SuiteSelection selection = select_suites(options.suites);
+  const auto& suites = selection.microbenchmarks;
+  const bool transformer = selection.transformer;
   check_precisions(options.precisions, suites, transformer);
+  const cpu::CpuOptions cpu_options{cpu::parse_gemm_path_choice(options.cpu_gemm)};
   workloads::TransformerSuiteOptions transformer_options = options.transformer;
   transformer_options.quick = options.quick;
   transformer_options.modes = transformer_modes(options.precisions);
@@ -171,14 +195,16 @@ int run_benchmarks(const RunOptions& options) {
   microbench::configure_google_benchmark(options.benchmark_args);
   if (!options.cpu_isa.empty()) cpu::limit_isa(options.cpu_isa);
 
-  BackendChoice choice = choose_backend(options.device);
+  BackendChoice choice = choose_backend(options.device, cpu_options);
   Backend& backend = *choice.backend;
   if (!choice.note.empty()) std::fprintf(stderr, "mpbench: note: %s\n", choice.note.c_str());
-  check_device_can(options.precisions, suites, backend);
-  check_shapes_fit(shapes, backend);
 
   std::optional<workloads::TransformerPlan> plan;
   if (run_transformer) plan = workloads::plan_transformer_run(transformer_options, backend.device());
+  const std::vector<GemmPrecision> gemms_run = gemm_precisions_run(options.precisions, suites, plan);
+  check_native_choice(options, backend, gemms_run);
+  check_device_can(options.precisions, suites, backend);
+  check_shapes_fit(shapes, backend);
 
   microbench::SuiteOptions suite_options{options.quick, options.precisions, shapes};
   std::vector<CaseSpec> specs;
@@ -193,6 +219,7 @@ int run_benchmarks(const RunOptions& options) {
   if (plan) work.push_back(fmt::format("{} training mode{}", plan->modes.size(), plan->modes.size() == 1 ? "" : "s"));
   fmt::print(stderr, "mpbench: {} on {} ({})\n", fmt::join(work, " and "), backend.device().name,
              backend.device().backend);
+  print_capability_notes(backend, gemms_run);
   // Made before anything is measured: ops that cannot be set up (no kernel image, cuBLASLt) fail
   // the run before it has results to lose.
   const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
@@ -213,18 +240,19 @@ int run_benchmarks(const RunOptions& options) {
 
   ResultDocument document;
   document.created = utc_timestamp_now();
-  document.env = full_environment(command_line_of_process());
+  document.env = full_environment(command_line_of_process(), cpu_options);
   document.env["backend"] = backend.environment();
   document.env["device"] = backend.device().to_json();
   document.run = {{"device", backend.device().backend}, {"device_requested", options.device},
                   {"device_note", choice.note}, {"quick", options.quick}, {"precisions", options.precisions},
-                  {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"interrupted", outcome.interrupted},
+                  {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"cpu_gemm", options.cpu_gemm},
+                  {"interrupted", outcome.interrupted},
                   {"sampler", sampler_config(options).to_json()}};
   if (profile_transformer)
     document.run["profile"] = {{"steps_per_mode", plan->profile_steps}, {"trace", transformer_options.trace_file},
                                {"counters", plan->counters}, {"nvtx_injection", nvtx_injection}};
   for (const Suite* s : suites) document.run["suites"].push_back(s->name);
-  if (plan) document.run["suites"].push_back(kTransformer);
+  if (plan) document.run["suites"].push_back(workloads::kTransformerSuite);
   document.cases = std::move(outcome.cases);
   document.compute_speedups("fp32");
   write_file_atomically(options.out, document.to_json().dump(2) + "\n");

@@ -18,6 +18,7 @@ struct RunOptions {
   std::string out = "mpbench-result.json";
   std::vector<std::string> shapes;      // extra GEMM shapes MxNxK[xBATCH]
   std::string cpu_isa;
+  std::string cpu_gemm = "auto";  // auto, native or converted (cpu::GemmPathChoice)
   std::optional<double> max_noise, min_time, timeout;
   std::vector<std::string> benchmark_args;  // --benchmark_* passed to Google Benchmark
   // The transformer suite's own options; its modes come from `precisions`.

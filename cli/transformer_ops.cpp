@@ -1,5 +1,8 @@
 #include "cli/transformer_ops.hpp"
 
+#include <fmt/format.h>
+
+#include "backends/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 
 #include "workloads/cpu/cpu_ops.hpp"
@@ -20,7 +23,9 @@ std::unique_ptr<workloads::TransformerOps<float>> make_transformer_ops(const Bac
 #endif
   if (tensor_cores != workloads::TensorCorePolicy::on)
     throw UsageError("Tensor Cores are a GPU feature: use --cpu-isa for the CPU counterfactual");
-  return std::make_unique<workloads::CpuTransformerOps>();
+  const auto* cpu = dynamic_cast<const cpu::CpuBackend*>(&backend);
+  if (cpu == nullptr) throw UsageError(fmt::format("the Transformer runs on a CPU or CUDA backend, not on {}", backend.device().backend));
+  return std::make_unique<workloads::CpuTransformerOps>(cpu->device_layer());
 }
 
 }  // namespace mpbench::cli

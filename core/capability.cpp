@@ -16,6 +16,10 @@ std::string_view gemm_path_name(GemmPath path) {
   return "unknown";
 }
 
+nlohmann::json gemm_path_json(const GemmCapability& row) {
+  return {{"path", gemm_path_name(row.path)}, {"reason", row.reason}};
+}
+
 CapabilityTable::CapabilityTable(std::vector<GemmCapability> rows) : rows_(std::move(rows)) {
   for (const GemmPrecisionInfo& info : gemm_precisions()) {
     const auto count = std::count_if(rows_.begin(), rows_.end(),
@@ -40,8 +44,7 @@ std::optional<std::string> CapabilityTable::unsupported(GemmPrecision precision)
 nlohmann::json CapabilityTable::to_json() const {
   nlohmann::json gemm = nlohmann::json::object();
   for (const GemmCapability& row : rows_)
-    gemm[std::string(gemm_precision_info(row.precision).name)] = {{"path", gemm_path_name(row.path)},
-                                                                   {"reason", row.reason}};
+    gemm[std::string(gemm_precision_info(row.precision).name)] = gemm_path_json(row);
   return {{"gemm", gemm}};
 }
 

@@ -29,6 +29,9 @@ struct GemmCapability {
   std::string reason;
 };
 
+// {"path": "converted", "reason": "..."}: how a case's GEMMs ran (details.gemm_path).
+nlohmann::json gemm_path_json(const GemmCapability& row);
+
 class CapabilityTable {
  public:
   CapabilityTable() = default;

@@ -6,8 +6,8 @@
 namespace mpbench {
 
 namespace {
-// Dense figures (sparsity halved where NVIDIA quotes it sparse). Sources are NVIDIA datasheets as
-// collected in shared/research/microbench.md section 4.
+// Dense figures (sparsity halved where NVIDIA quotes it sparse), from NVIDIA's datasheets: each row
+// names its source.
 const std::vector<DatasheetPeaks> kTable = {
     {"V100 SXM2", "V100", 15.7, 0, 125, 0, 0, 900,
      "NVIDIA Tesla V100 datasheet (SXM2: 15.7 FP32, 125 Tensor, 900 GB/s)"},

@@ -79,7 +79,7 @@ CaseResult measure_gemm(const CaseSpec& spec, GemmPrecision precision, const Gem
   DeviceBuffer a = backend.allocate(info.input, shape.a_elements());
   DeviceBuffer b = backend.allocate(info.input, shape.b_elements());
   DeviceBuffer c = backend.allocate(info.output, shape.c_elements());
-  // Random inputs: zeros draw less power and run faster on GPUs (shared/research/microbench.md).
+  // Random inputs: zeros draw less power and run faster on GPUs.
   backend.fill_uniform(a, 1, -1.0f, 1.0f);
   backend.fill_uniform(b, 2, -1.0f, 1.0f);
   backend.fill_uniform(c, 3, -1.0f, 1.0f);
@@ -88,6 +88,7 @@ CaseResult measure_gemm(const CaseSpec& spec, GemmPrecision precision, const Gem
   const double tflops = shape.flops() / r.seconds->median / 1e12;
   r.rates["tflops"] = tflops;
   r.details["algorithm"] = gemm->details();
+  r.details["gemm_path"] = gemm_path_json(backend.capabilities().gemm(precision));
   if (auto row = find_datasheet(backend.device().name); row && peak_tflops(*row, precision) > 0) {
     r.rates["pct_of_peak"] = 100.0 * tflops / peak_tflops(*row, precision);
     r.details["peak"] = {{"tflops", peak_tflops(*row, precision)}, {"gpu", row->gpu}, {"source", row->source}};

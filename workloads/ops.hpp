@@ -218,15 +218,18 @@ class TransformerOps : public virtual OpsMemory {
 
   // The capability table of the device the ops run on (the backend's, for the CPU and CUDA ops).
   virtual const CapabilityTable& capabilities() const = 0;
-  // Why these ops cannot run GEMMs in `precision`, or nothing when they can: the workload's own
-  // rule (every GEMM accumulates in fp32 into fp32 results; no fp8 path yet), then the table's.
-  std::optional<std::string> unsupported(GemmPrecision precision) const {
-    if (const auto reason = workload_gemm_rule(precision)) return reason;
-    return capabilities().unsupported(precision);
+  // How the ops' GEMMs run in `precision`: unsupported by the workload's own rule (every GEMM
+  // accumulates in fp32 into fp32 results; no fp8 path yet), else as the device's table says.
+  GemmCapability gemm_capability(GemmPrecision precision) const {
+    if (auto reason = workload_gemm_rule(precision)) return {precision, GemmPath::unsupported, std::move(*reason)};
+    return capabilities().gemm(precision);
   }
-  // How the ops' GEMMs run in `precision` on this device: native, converted or unsupported.
-  GemmPath gemm_path(GemmPrecision precision) const {
-    return unsupported(precision) ? GemmPath::unsupported : capabilities().path(precision);
+  GemmPath gemm_path(GemmPrecision precision) const { return gemm_capability(precision).path; }
+  // Why these ops cannot run GEMMs in `precision`, or nothing when they can.
+  std::optional<std::string> unsupported(GemmPrecision precision) const {
+    GemmCapability row = gemm_capability(precision);
+    if (row.path == GemmPath::unsupported) return std::move(row.reason);
+    return std::nullopt;
   }
   virtual void set_matmul_precision(const MatmulPrecision& precision) = 0;
   // The algorithms the ops' GEMMs chose so far, one per distinct problem, as the library describes

@@ -588,7 +588,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
   bool noted_unprofiled = false;
   for (amp::Mode mode : plan.modes) {
     CaseResult c;
-    c.suite = "transformer";
+    c.suite = kTransformerSuite;
     c.name = plan.case_name();
     c.backend = device.backend;
     c.precision = std::string(amp::mode_name(mode));
@@ -603,6 +603,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     if (!plan.checkpoint_in.empty()) c.params["checkpoint_in"] = plan.checkpoint_in;
     c.details["implementation"] = ops.implementation();
     c.details["policy"] = std::string(amp::policy(mode).summary);
+    c.details["gemm_path"] = gemm_path_json(ops.gemm_capability(gemm_precision(mode)));
     const AttentionChoice attention = choose_attention(plan, ops, mode);
     c.params["attention"] = attention_kernels_name(attention.kernels);
     c.params["activation_storage"] = activation_storage_name(
@@ -654,7 +655,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
 
 void compare_final_losses(std::vector<CaseResult>& cases) {
   for (CaseResult& c : cases) {
-    if (c.suite != "transformer" || c.status != CaseStatus::ok || c.precision == "fp32") continue;
+    if (c.suite != kTransformerSuite || c.status != CaseStatus::ok || c.precision == "fp32") continue;
     const auto fp32 = std::find_if(cases.begin(), cases.end(), [&](const CaseResult& b) {
       return b.suite == c.suite && b.name == c.name && b.backend == c.backend && b.precision == "fp32" &&
              b.status == CaseStatus::ok;

@@ -20,6 +20,12 @@
 
 namespace mpbench::workloads {
 
+// The suite's name on the command line and in result documents, and what it measures.
+inline constexpr const char* kTransformerSuite = "transformer";
+inline constexpr const char* kTransformerSuiteDescription =
+    "GPT-2 training in each precision mode, same weights and data: step time, tokens/s, MFU, memory, final loss "
+    "against fp32";
+
 struct TransformerSuiteOptions {
   std::string config;            // empty: "small" on a CPU, "gpt2-124m" on a GPU
   int vocab_pad = 64;

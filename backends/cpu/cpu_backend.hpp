@@ -1,16 +1,34 @@
 #pragma once
-// The CPU backend: oneDNN matmul (fp32, bf16 on AVX512-BF16/AMX, fp16 where the CPU has it) and
-// the reference's element loops run on all cores, fp16/bf16 ones with AVX2+F16C where the CPU has
-// them (environment() says which: "element_loops" is "avx2+f16c" or "scalar").
+// The CPU backend: the CPU device layer's matmul (cpu_device.hpp: native or converted per the
+// capability table) and the reference's element loops run on all cores, fp16/bf16 ones with
+// AVX2+F16C where the CPU has them (environment() says which: "element_loops" is "avx2+f16c" or
+// "scalar").
 #include <memory>
-#include <string>
-#include <vector>
 
-#include "backends/cpu/isa.hpp"
-#include "core/backend.hpp"
+#include "backends/cpu/cpu_device.hpp"
+#include "backends/reference/reference_backend.hpp"
 
 namespace mpbench::cpu {
 
-std::unique_ptr<Backend> make_backend();
+class CpuBackend final : public reference::ReferenceBackend {
+ public:
+  explicit CpuBackend(CpuOptions options = {});
+
+  // The device layer, shared with whatever else runs on this CPU (the Transformer's ops).
+  const std::shared_ptr<CpuDevice>& device_layer() const { return device_; }
+
+  const CapabilityTable& capabilities() const override { return device_->capabilities(); }
+  std::unique_ptr<PreparedOp> make_gemm(GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
+                                        const DeviceBuffer& b, DeviceBuffer& c) override;
+  void stream(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c,
+              float scalar) override;
+  void cast(CastKind kind, const CastArgs& args) override;
+  nlohmann::json environment() const override { return device_->environment(); }
+
+ private:
+  std::shared_ptr<CpuDevice> device_;
+};
+
+std::unique_ptr<Backend> make_backend(CpuOptions options = {});
 
 }  // namespace mpbench::cpu

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <stdexcept>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <utility>
 
@@ -57,6 +58,15 @@ std::string effective_isa_name() {
   for (const auto& [name, value] : isa_table())
     if (value == isa) return name;
   return fmt::format("isa#{}", static_cast<int>(isa));
+}
+
+bool effective_isa_covers(const std::string& name) {
+  for (const auto& [known, value] : isa_table()) {
+    if (known != name) continue;
+    const auto needed = static_cast<unsigned>(value), effective = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    return (effective & needed) == needed;
+  }
+  throw std::logic_error("effective_isa_covers: unknown ISA " + name);
 }
 
 void limit_isa(const std::string& isa) {

@@ -12,6 +12,9 @@ void limit_isa(const std::string& isa);
 const std::vector<std::string>& isa_names();
 // The ISA oneDNN dispatches to now, by its isa_names() name.
 std::string effective_isa_name();
+// Whether that ISA includes every instruction of the isa_names() ISA `name` (logic_error for an
+// unknown name): false where the CPU lacks them or where a limit (--cpu-isa) leaves them out.
+bool effective_isa_covers(const std::string& name);
 
 // mpbench's default, applied once before oneDNN's first primitive unless an ISA was chosen
 // (limit_isa, or DNNL_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA in the environment): under a hypervisor

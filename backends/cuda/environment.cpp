@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "backends/cuda/capabilities.hpp"
 #include "backends/cuda/check.hpp"
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/device_query.hpp"
@@ -167,7 +168,10 @@ nlohmann::json environment() {
   if (!reason) {
     int count = 0;
     check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-    for (int index = 0; index < count; ++index) gpus.push_back(describe_gpu(index));
+    for (int index = 0; index < count; ++index) {
+      gpus.push_back(describe_gpu(index));
+      gpus.back()["capabilities"] = gpu_capabilities(query_device(index)).to_json();
+    }
   }
   return {{"cuda", cuda_versions()},
           {"gpus", gpus},

@@ -1,6 +1,7 @@
 #pragma once
-// Runs a test on every backend that can run here: the CPU always, CUDA when a GPU is usable
-// (otherwise the test is skipped with the reason). The reference backend is the oracle.
+// Runs a test on every backend that can run here: the CPU always (as `run --device cpu` makes it,
+// and "cpu-converted" with every low-precision GEMM forced onto the converted path), CUDA when a
+// GPU is usable (otherwise the test is skipped with the reason). The reference backend is the oracle.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -19,7 +20,8 @@ class OnEveryBackend : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "cuda") {
       if (auto why = cuda_unavailable_reason()) GTEST_SKIP() << "no usable GPU: " << *why;
     }
-    backend_ = choose_backend(GetParam()).backend;
+    if (GetParam() == "cpu-converted") backend_ = choose_backend("cpu", {cpu::GemmPathChoice::converted}).backend;
+    else backend_ = choose_backend(GetParam()).backend;
   }
 
   // Copies a buffer to the host as raw bytes.
@@ -34,5 +36,11 @@ class OnEveryBackend : public ::testing::TestWithParam<std::string> {
 };
 
 inline std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+// A parameter as a test name: gtest's names take letters, digits and underscores only.
+inline std::string gtest_name(std::string text) {
+  for (char& c : text)
+    if (c == '-') c = '_';
+  return text;
+}
 
 }  // namespace mpbench::testing

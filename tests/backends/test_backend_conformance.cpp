@@ -71,6 +71,9 @@ TEST_P(GemmConformance, MatchesReferenceOnRandomOddShapes) {
     }
   }
   EXPECT_GE(precisions_run, 2) << "every backend runs at least fp32 and one low precision";
+  if (backend_->device().backend == "cpu") {
+    EXPECT_EQ(precisions_run, 4) << "every CPU runs fp32, fp16, bf16 and fp8-e4m3 (natively or converted)";
+  }
 }
 
 class StreamConformance : public OnEveryBackend {};
@@ -189,7 +192,9 @@ TEST_P(MemoryConformance, BadArgumentsAreRefusedAlike) {
 }
 
 const auto kBackends = ::testing::Values(std::string("cpu"), std::string("cuda"));
-INSTANTIATE_TEST_SUITE_P(Backends, GemmConformance, kBackends, backend_name);
+INSTANTIATE_TEST_SUITE_P(Backends, GemmConformance,
+                         ::testing::Values(std::string("cpu"), std::string("cpu-converted"), std::string("cuda")),
+                         [](const auto& info) { return testing::gtest_name(info.param); });
 INSTANTIATE_TEST_SUITE_P(Backends, StreamConformance, kBackends, backend_name);
 INSTANTIATE_TEST_SUITE_P(Backends, CastConformance, kBackends, backend_name);
 INSTANTIATE_TEST_SUITE_P(Backends, MemoryConformance, kBackends, backend_name);

@@ -1,5 +1,6 @@
-// What the CPU backend says it can do matches the CPU, and oneDNN's choice is recorded; its fp16/bf16
-// element loops give the reference's bits on every input pattern.
+// What the CPU backend says it can do matches the CPU's own flags under each --cpu-gemm choice, and
+// each GEMM records the steps of its path; its fp16/bf16 element loops give the reference's bits on
+// every input pattern.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -13,9 +14,11 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/isa.hpp"
 #include "backends/reference/reference_backend.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "tests/cpu_expectations.hpp"
 
 namespace mpbench {
 namespace {
@@ -28,42 +31,104 @@ TEST(CpuBackend, DescribesTheHost) {
   EXPECT_FALSE(cpu->environment()["onednn"]["version"].get<std::string>().empty());
 }
 
-TEST(CpuBackend, NoTensorCoreOnlyPrecisions) {
-  auto cpu = cpu::make_backend();
-  EXPECT_FALSE(cpu->gemm_unsupported(GemmPrecision::fp32));
-  for (auto p : {GemmPrecision::tf32, GemmPrecision::fp16_acc16, GemmPrecision::fp8_e4m3}) {
+std::unique_ptr<Backend> cpu_with(cpu::GemmPathChoice choice) { return cpu::make_backend({choice}); }
+
+constexpr cpu::GemmPathChoice kChoices[] = {cpu::GemmPathChoice::automatic, cpu::GemmPathChoice::native,
+                                            cpu::GemmPathChoice::converted};
+
+TEST(CpuBackend, Fp32IsNativeAndTensorCoreFormatsUnsupportedWhateverTheChoice) {
+  for (cpu::GemmPathChoice choice : kChoices) {
+    SCOPED_TRACE(std::string(cpu::gemm_path_choice_name(choice)));
+    auto cpu = cpu_with(choice);
+    EXPECT_EQ(cpu->capabilities().path(GemmPrecision::fp32), GemmPath::native);
+    for (auto p : {GemmPrecision::tf32, GemmPrecision::fp16_acc16}) {
+      const auto why = cpu->gemm_unsupported(p);
+      ASSERT_TRUE(why) << gemm_precision_info(p).name;
+      EXPECT_FALSE(why->empty());
+    }
+  }
+}
+
+// The GEMM's record names every step of the path it ran.
+std::string steps_of(Backend& cpu, GemmPrecision precision) {
+  const auto& info = gemm_precision_info(precision);
+  DeviceBuffer a = cpu.allocate(info.input, 64 * 48), b = cpu.allocate(info.input, 32 * 48);
+  DeviceBuffer c = cpu.allocate(info.output, 64 * 32);
+  cpu.fill_uniform(a, 1, -1, 1);
+  cpu.fill_uniform(b, 2, -1, 1);
+  return cpu.make_gemm(precision, {64, 32, 48, 1}, a, b, c)->details()["steps"].dump();
+}
+
+TEST(CpuBackend, AutoRunsBf16NativelyExactlyWhereTheCpuHasTheInstructions) {
+  auto cpu = cpu_with(cpu::GemmPathChoice::automatic);
+  const GemmCapability& bf16 = cpu->capabilities().gemm(GemmPrecision::bf16);
+  const std::string steps = steps_of(*cpu, GemmPrecision::bf16);
+  if (testing::cpu_runs_bf16_natively()) {
+    EXPECT_EQ(bf16.path, GemmPath::native) << bf16.reason;
+    EXPECT_NE(steps.find("bf16 matmul"), std::string::npos) << steps;
+    EXPECT_EQ(steps.find("-> fp32"), std::string::npos) << steps;
+  } else {
+    EXPECT_EQ(bf16.path, GemmPath::converted) << bf16.reason;
+    EXPECT_NE(bf16.reason.find("BF16"), std::string::npos) << "names the missing instructions: " << bf16.reason;
+    EXPECT_NE(steps.find("bf16 -> fp32"), std::string::npos) << steps;
+    EXPECT_NE(steps.find("fp32 matmul"), std::string::npos) << steps;
+    EXPECT_NE(steps.find("fp32 -> bf16"), std::string::npos) << steps;
+  }
+}
+
+TEST(CpuBackend, AutoRunsFp16AndFp8ConvertedWithoutTheirInstructions) {
+  auto cpu = cpu_with(cpu::GemmPathChoice::automatic);
+  for (auto [precision, native] : {std::pair{GemmPrecision::fp16, testing::cpu_runs_fp16_natively()},
+                                   std::pair{GemmPrecision::fp8_e4m3, testing::cpu_runs_fp8_natively()}}) {
+    const GemmCapability& row = cpu->capabilities().gemm(precision);
+    EXPECT_EQ(row.path, native ? GemmPath::native : GemmPath::converted) << row.reason;
+    EXPECT_NE(row.reason.find("oneDNN"), std::string::npos) << row.reason;
+  }
+  EXPECT_NE(steps_of(*cpu, GemmPrecision::fp8_e4m3).find("fp8-e4m3 -> fp32"), std::string::npos);
+}
+
+TEST(CpuBackend, ConvertedRunsEveryLowPrecisionThroughTheFp32Matmul) {
+  auto cpu = cpu_with(cpu::GemmPathChoice::converted);
+  for (auto p : {GemmPrecision::fp16, GemmPrecision::bf16, GemmPrecision::fp8_e4m3}) {
+    SCOPED_TRACE(std::string(gemm_precision_info(p).name));
+    EXPECT_EQ(cpu->capabilities().path(p), GemmPath::converted);
+    const std::string steps = steps_of(*cpu, p);
+    EXPECT_NE(steps.find("fp32 matmul"), std::string::npos) << steps;
+    EXPECT_NE(steps.find(fmt::format("{} -> fp32", dtype_name(gemm_precision_info(p).input))), std::string::npos)
+        << steps;
+  }
+}
+
+TEST(CpuBackend, NativeRunsOnlyWhatTheCpuHasAndSaysWhatItLacks) {
+  auto cpu = cpu_with(cpu::GemmPathChoice::native);
+  const GemmCapability& bf16 = cpu->capabilities().gemm(GemmPrecision::bf16);
+  if (testing::cpu_runs_bf16_natively()) {
+    EXPECT_EQ(bf16.path, GemmPath::native) << bf16.reason;
+  } else {
+    EXPECT_EQ(bf16.path, GemmPath::unsupported) << bf16.reason;
+    const bool has_flags = describe_cpu().has("avx512_bf16") || describe_cpu().has("amx_bf16");
+    // Without the instructions the reason names them; with them but a limit, it names the ISA.
+    EXPECT_NE(bf16.reason.find(has_flags ? "ISA" : "AVX512-BF16"), std::string::npos) << bf16.reason;
+  }
+  for (auto p : {GemmPrecision::fp16, GemmPrecision::fp8_e4m3}) {
     const auto why = cpu->gemm_unsupported(p);
     ASSERT_TRUE(why) << gemm_precision_info(p).name;
-    EXPECT_FALSE(why->empty());
+    DeviceBuffer a = cpu->allocate(gemm_precision_info(p).input, 16 * 16);
+    DeviceBuffer c = cpu->allocate(gemm_precision_info(p).output, 16 * 16);
+    EXPECT_THROW(cpu->make_gemm(p, {16, 16, 16, 1}, a, a, c), UsageError);
   }
 }
 
-TEST(CpuBackend, Bf16UsesTheBf16PathWhereTheCpuHasIt) {
-  if (!describe_cpu().has("avx512_bf16") && !describe_cpu().has("amx_bf16"))
-    GTEST_SKIP() << "this CPU has neither AVX512-BF16 nor AMX-BF16";
-  auto cpu = cpu::make_backend();
-  ASSERT_FALSE(cpu->gemm_unsupported(GemmPrecision::bf16));
-  DeviceBuffer a = cpu->allocate(DType::bf16, 256 * 256), b = cpu->allocate(DType::bf16, 256 * 256);
-  DeviceBuffer c = cpu->allocate(DType::bf16, 256 * 256);
-  cpu->fill_uniform(a, 1, -1, 1);
-  cpu->fill_uniform(b, 2, -1, 1);
-  auto gemm = cpu->make_gemm(GemmPrecision::bf16, {256, 256, 256, 1}, a, b, c);
-  const std::string impl = gemm->details()["implementation"];
-  EXPECT_NE(impl.find("bf16"), std::string::npos) << impl;
+TEST(CpuBackend, RecordsItsChoiceAndItsTableInTheEnvironment) {
+  const nlohmann::json env = cpu_with(cpu::GemmPathChoice::converted)->environment();
+  EXPECT_EQ(env["gemm_path_choice"], "converted");
+  EXPECT_EQ(env["capabilities"]["gemm"]["bf16"]["path"], "converted");
+  EXPECT_EQ(env["capabilities"]["gemm"]["tf32"]["path"], "unsupported");
 }
 
-TEST(CpuBackend, Fp16NeedsAvx512Fp16AndOneDnnsKernel) {
-  auto cpu = cpu::make_backend();
-  const auto why = cpu->gemm_unsupported(GemmPrecision::fp16);
-  // Without the instructions there is no fp16 matmul. With them, oneDNN decides: 2.6.3 has none
-  // even on AVX512-FP16 CPUs, whatever the ISA limit (the GEMM conformance test runs it where it has).
-  if (!describe_cpu().has("avx512_fp16") && !describe_cpu().has("amx_fp16")) {
-    ASSERT_TRUE(why);
-  }
-  if (why) {
-    EXPECT_NE(why->find("oneDNN"), std::string::npos) << *why;
-    EXPECT_NE(why->find("effective ISA"), std::string::npos) << *why;
-  }
+TEST(CpuBackend, UnknownGemmPathChoiceIsAUsageError) {
+  EXPECT_THROW(cpu::parse_gemm_path_choice("fast"), UsageError);
+  EXPECT_EQ(cpu::parse_gemm_path_choice("auto"), cpu::GemmPathChoice::automatic);
 }
 
 TEST(CpuBackend, UnknownIsaIsAUsageError) { EXPECT_THROW(cpu::limit_isa("avx1024"), UsageError); }

@@ -44,6 +44,17 @@ TEST_P(BadInputs, OneLineErrorExitTwoAndNoFile) {
 
 const BadInput kBadInputs[] = {
     {"unknown_suite", {"run", "--suite", "gemmm"}, "unknown suite 'gemmm'"},
+    {"unknown_suite_names_every_suite", {"run", "--suite", "gemm,transformers"}, "gemm, bandwidth, cast, transformer, all"},
+    {"list_of_an_unknown_suite", {"list", "--suite", "cast,bogus"}, "gemm, bandwidth, cast, transformer, all"},
+    {"unknown_cpu_gemm", {"run", "--suite", "gemm", "--device", "cpu", "--cpu-gemm", "fast"}, "--cpu-gemm"},
+    // No CPU has bf16 instructions within AVX2, and this oneDNN (2.x) runs fp16 natively on none.
+    {"native_bf16_without_its_instructions",
+     {"run", "--suite", "gemm", "--device", "cpu", "--cpu-isa", "avx2", "--cpu-gemm", "native", "--precision", "bf16"},
+     "AVX512-BF16"},
+    {"native_fp16_without_a_kernel", {"run", "--suite", "gemm", "--device", "cpu", "--cpu-gemm", "native", "--precision", "fp16"}, "fp16"},
+    {"native_modes_without_their_instructions",
+     {"run", "--suite", "transformer", "--device", "cpu", "--cpu-isa", "avx2", "--cpu-gemm", "native", "--config", "tiny"},
+     "--cpu-gemm auto"},
     {"unknown_precision", {"run", "--suite", "gemm", "--precision", "fp12"}, "unknown precision 'fp12'"},
     {"precision_of_another_suite", {"run", "--suite", "bandwidth", "--precision", "tf32"}, "unknown precision 'tf32'"},
     {"unknown_device", {"run", "--suite", "gemm", "--device", "tpu"}, "unknown device 'tpu'"},

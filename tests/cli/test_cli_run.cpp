@@ -73,8 +73,60 @@ TEST_F(CliRun, GemmRunPrintsSpeedupsOverFp32AndRecordsTheIsa) {
 TEST_F(CliRun, ListShowsEverySuite) {
   const Invocation r = run_mpbench({"list", "--device", "cpu"}, folder_);
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* s : {"gemm/square_256/fp32", "bandwidth/triad/", "cast/f32_to_e4m3_scaled/", "(skipped: "})
+  for (const char* s : {"gemm/square_256/fp32", "bandwidth/triad/", "cast/f32_to_e4m3_scaled/", "(skipped: ",
+                        "transformer/small_b4_t256/amp-fp16  (converted)", "capabilities of "})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST_F(CliRun, ListTakesTheSuiteListsRunTakesAndShowsTheCapabilityTableFirst) {
+  const Invocation r =
+      run_mpbench({"list", "--device", "cpu", "--quick", "--suite", "cast,transformer", "--cpu-gemm", "converted"}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("gemm/"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("bandwidth/"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cast/f32_to_bf16/"), std::string::npos) << r.out;
+  const auto table = r.out.find("capabilities of ");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  EXPECT_LT(table, r.out.find("transformer/"));
+  for (const char* line : {"bf16        converted    --cpu-gemm converted", "tf32        unsupported",
+                           "fp32        native", "transformer/small_b4_t256/fp32\n",
+                           "transformer/small_b4_t256/bf16  (converted)", "/tf32  (skipped: TF32"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+}
+
+TEST_F(CliRun, EnvShowsTheCapabilityTables) {
+  const Invocation text = run_mpbench({"env"}, folder_);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("cpu gemms (--cpu-gemm auto)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("tf32        unsupported"), std::string::npos) << text.out;
+  const Invocation json = run_mpbench({"env", "--json"}, folder_);
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto env = nlohmann::json::parse(json.out);
+  for (const char* precision : {"fp32", "tf32", "fp16", "fp16-acc16", "bf16", "fp8-e4m3"})
+    EXPECT_TRUE(env["cpu"]["capabilities"]["gemm"].contains(precision)) << precision;
+}
+
+// What a CPU without bf16 instructions shows, imitated with --cpu-isa avx2 on any CPU: every mode
+// trains, converted, with numbers, and ends near fp32's loss.
+TEST_F(CliRun, WithoutBf16InstructionsEveryModeTrainsConverted) {
+  const auto out = folder_ / "r.json";
+  const Invocation r = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--cpu-isa", "avx2", "--config",
+                                    "tiny", "--steps", "20", "--out", out.string()}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const ResultDocument d = load_result(out);
+  ASSERT_EQ(d.cases.size(), 5u);
+  std::map<std::string, const CaseResult*> by_mode;
+  for (const CaseResult& c : d.cases) by_mode[c.precision] = &c;
+  EXPECT_EQ(by_mode.at("tf32")->status, CaseStatus::skipped);
+  const double fp32_loss = by_mode.at("fp32")->details["final_loss"];
+  for (const char* mode : {"amp-fp16", "amp-bf16", "bf16"}) {
+    const CaseResult& c = *by_mode.at(mode);
+    ASSERT_EQ(c.status, CaseStatus::ok) << mode << ": " << c.message;
+    EXPECT_EQ(c.details["gemm_path"]["path"], "converted") << mode;
+    EXPECT_GT(c.rates["tokens_per_s"].get<double>(), 0) << mode;
+    EXPECT_LT(std::abs(c.details["final_loss"].get<double>() - fp32_loss), 0.05 * fp32_loss) << mode;
+  }
+  EXPECT_EQ(d.env["cpu"]["capabilities"]["gemm"]["bf16"]["path"], "converted");
 }
 
 TEST_F(CliRun, TransformerTrainsEachModeSideBySide) {
@@ -90,13 +142,16 @@ TEST_F(CliRun, TransformerTrainsEachModeSideBySide) {
   EXPECT_NE(r.out.find("amp-bf16  unfused"), std::string::npos) << "the CPU has no fused attention\n" << r.out;
   const ResultDocument d = load_result(out);
   ASSERT_EQ(d.cases.size(), 3u);
-  EXPECT_EQ(d.cases[0].status, CaseStatus::ok) << d.cases[0].message;
-  EXPECT_EQ(d.cases[1].status, CaseStatus::ok) << d.cases[1].message;
-  // amp-fp16 runs where oneDNN has an fp16 matmul; elsewhere it is skipped with the reason.
-  if (d.cases[2].status == CaseStatus::skipped) {
-    EXPECT_NE(d.cases[2].message.find("fp16"), std::string::npos);
+  // Every CPU trains every mode: natively or converted, as each case records.
+  for (const CaseResult& c : d.cases) {
+    EXPECT_EQ(c.status, CaseStatus::ok) << c.precision << ": " << c.message;
+    EXPECT_TRUE(c.details["gemm_path"]["path"] == "native" || c.details["gemm_path"]["path"] == "converted")
+        << c.details["gemm_path"];
   }
-  ASSERT_GE(d.speedups.size(), 1u);
+  EXPECT_EQ(d.cases[2].details["gemm_path"]["path"], "converted") << "oneDNN 2.x has no fp16 matmul on CPUs";
+  EXPECT_NE(r.err.find("fp16 GEMMs run converted"), std::string::npos) << "said before the first step\n" << r.err;
+  EXPECT_LT(r.err.find("fp16 GEMMs run converted"), r.err.find("step 1/5")) << r.err;
+  ASSERT_EQ(d.speedups.size(), 2u);
   EXPECT_EQ(d.speedups[0].suite, "transformer");
   EXPECT_EQ(d.speedups[0].precision, "amp-bf16");
   EXPECT_TRUE(d.cases[1].details.contains("final_loss_vs_fp32"));

@@ -61,6 +61,17 @@ TEST(GemmSuite, UnsupportedPrecisionsAreSkippedWithTheirReason) {
   }
 }
 
+TEST(GemmSuite, EveryCpuRunsFp16Bf16AndFp8NativelyOrConverted) {
+  for (auto choice : {cpu::GemmPathChoice::automatic, cpu::GemmPathChoice::converted}) {
+    auto cpu = cpu::make_backend({choice});
+    for (const auto& c : cases_of("gemm", *cpu)) {
+      if (c.precision != "fp16" && c.precision != "bf16" && c.precision != "fp8-e4m3") continue;
+      const GemmShape shape{c.params["m"], c.params["n"], c.params["k"], c.params["batch"]};
+      EXPECT_EQ(c.skip_reason, gemm_shape_rule(parse_gemm_precision(c.precision), shape)) << c.id();
+    }
+  }
+}
+
 TEST(GemmSuite, Fp8NeedsMultiplesOf16) {
   // The reference backend claims every precision, so only the alignment rule can skip.
   reference::ReferenceBackend r;
@@ -178,12 +189,33 @@ TEST(Runner, MeasuresRealCpuCasesThroughGoogleBenchmark) {
     const double expected_tflops = 2.0 * 512 * 512 * 512 / c.seconds->median / 1e12;
     EXPECT_DOUBLE_EQ(c.rates["tflops"].get<double>(), expected_tflops);
     EXPECT_FALSE(c.details["algorithm"]["implementation"].get<std::string>().empty());
+    EXPECT_EQ(c.details["gemm_path"]["path"],
+              gemm_path_name(cpu->capabilities().path(parse_gemm_precision(c.precision))));
   }
   ResultDocument d;
   d.cases = outcome.cases;
   d.compute_speedups();
   ASSERT_EQ(d.speedups.size(), 1u);
   EXPECT_NE(format_summary(d).find("square_512"), std::string::npos);
+}
+
+TEST(Runner, AConvertedCaseRecordsItsPathAndItsSteps) {
+  auto cpu = cpu::make_backend({cpu::GemmPathChoice::converted});
+  std::vector<CaseSpec> chosen;
+  for (auto& c : cases_of("gemm", *cpu, {true, {"bf16"}, {}}))
+    if (c.name == "square_512") chosen.push_back(c);
+  ASSERT_EQ(chosen.size(), 1u);
+  SamplerConfig quick = SamplerConfig::quick();
+  quick.timeout_s = 1;
+  const RunOutcome outcome = run_cases(*cpu, chosen, quick, {}, nullptr);
+  ASSERT_EQ(outcome.cases.size(), 1u);
+  const CaseResult& c = outcome.cases.front();
+  ASSERT_EQ(c.status, CaseStatus::ok) << c.message;
+  EXPECT_EQ(c.details["gemm_path"]["path"], "converted");
+  EXPECT_NE(c.details["gemm_path"]["reason"].get<std::string>().find("--cpu-gemm converted"), std::string::npos);
+  const std::string steps = c.details["algorithm"]["steps"].dump();
+  EXPECT_NE(steps.find("bf16 -> fp32"), std::string::npos) << steps;
+  EXPECT_NE(steps.find("fp32 -> bf16"), std::string::npos) << steps;
 }
 
 TEST(Runner, UnknownGoogleBenchmarkOptionIsAUsageError) {

@@ -1,7 +1,7 @@
 #include "workloads/cpu/cpu_ops.hpp"
 
-#include "backends/cpu/isa.hpp"
-
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "amp/formats.hpp"
+#include "backends/cpu/cpu_device.hpp"
 #include "core/error.hpp"
 
 namespace mpbench::workloads {
@@ -29,24 +30,6 @@ constexpr double kLayerNormEps = 1e-5;
 // Below this many elements of work a loop runs on one thread: waking the team costs more than it
 // saves, and far more when other processes hold the cores the team spins on.
 bool worth_threads(std::size_t work) { return work >= (std::size_t{1} << 15); }
-
-std::string onednn_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
-}
-
-// The oneDNN type a GEMM of this precision reads, undef where oneDNN has none on CPUs.
-memory::data_type operand_type(GemmPrecision precision) {
-  switch (precision) {
-    case GemmPrecision::fp32: return memory::data_type::f32;
-    case GemmPrecision::fp16: return memory::data_type::f16;
-    case GemmPrecision::bf16: return memory::data_type::bf16;
-    case GemmPrecision::tf32:
-    case GemmPrecision::fp16_acc16:
-    case GemmPrecision::fp8_e4m3: break;
-  }
-  return memory::data_type::undef;
-}
 
 // The hot loops outside the GEMMs (conversions, attention's per-head products) are built for
 // AVX-512 and AVX2 as well, and the widest the CPU has is chosen when the program loads: the rest of
@@ -299,77 +282,20 @@ MPBENCH_WIDEST_SIMD void attention_head_backward(Tensor<float> dqkv, ConstTensor
 
 }  // namespace
 
-struct CpuTransformerOps::OneDnn {
-  struct MatmulKey {
-    int M, K, N;
-    bool a_transposed, b_transposed;
-    memory::data_type type;
-    bool bias, accumulate;
-    auto operator<=>(const MatmulKey&) const = default;
-  };
-  // A primitive with its memory objects, whose data handles are set before each run.
-  struct Matmul {
-    dnnl::matmul::primitive_desc descriptor;
-    dnnl::matmul primitive;
-    memory a, b, bias, dst;
-    std::unordered_map<int, memory> arguments;
-  };
+// oneDNN's GELU primitives per element count, on the device's engine, with memory objects whose
+// data handles are set before each run.
+struct CpuTransformerOps::Gelus {
   struct Gelu {
     dnnl::eltwise_forward forward;
     dnnl::eltwise_backward backward;
     memory src, dst, diff_dst, diff_src;
     std::unordered_map<int, memory> forward_arguments, backward_arguments;
   };
+  std::map<std::size_t, Gelu> by_count;
 
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-  std::map<MatmulKey, Matmul> matmuls;
-  std::map<std::size_t, Gelu> gelus;
-
-  static dnnl::matmul::primitive_desc matmul_descriptor(const dnnl::engine& engine, const MatmulKey& key) {
-    const memory::desc a({key.M, key.K}, key.type, key.a_transposed ? tag::ba : tag::ab);
-    const memory::desc b({key.K, key.N}, key.type, key.b_transposed ? tag::ba : tag::ab);
-    const memory::desc dst({key.M, key.N}, memory::data_type::f32, tag::ab);
-    dnnl::primitive_attr attributes;
-    if (key.accumulate) {
-      dnnl::post_ops post;
-      post.append_sum(1.0f);
-      attributes.set_post_ops(post);
-    }
-    if (key.bias) {
-      const memory::desc bias({1, key.N}, memory::data_type::f32, tag::ab);
-      return {dnnl::matmul::desc(a, b, bias, dst), attributes, engine};
-    }
-    return {dnnl::matmul::desc(a, b, dst), attributes, engine};
-  }
-
-  Matmul& matmul(const MatmulKey& key) {
-    auto it = matmuls.find(key);
-    if (it != matmuls.end()) return it->second;
-    try {
-      Matmul m;
-      m.descriptor = matmul_descriptor(engine, key);
-      m.primitive = dnnl::matmul(m.descriptor);
-      m.a = memory(m.descriptor.src_desc(), engine, DNNL_MEMORY_NONE);
-      m.b = memory(m.descriptor.weights_desc(), engine, DNNL_MEMORY_NONE);
-      m.dst = memory(m.descriptor.dst_desc(), engine, DNNL_MEMORY_NONE);
-      m.arguments = {{DNNL_ARG_SRC, m.a}, {DNNL_ARG_WEIGHTS, m.b}, {DNNL_ARG_DST, m.dst}};
-      if (key.bias) {
-        m.bias = memory(m.descriptor.bias_desc(), engine, DNNL_MEMORY_NONE);
-        m.arguments.emplace(DNNL_ARG_BIAS, m.bias);
-      }
-      return matmuls.emplace(key, std::move(m)).first->second;
-    } catch (const dnnl::error& e) {
-      const char* type = key.type == memory::data_type::f32 ? "fp32" : key.type == memory::data_type::bf16 ? "bf16" : "fp16";
-      throw BackendError(std::string("oneDNN ") + type + " matmul [" + std::to_string(key.M) + "x" +
-                         std::to_string(key.K) + "] x [" + std::to_string(key.K) + "x" + std::to_string(key.N) +
-                         "]: " + e.what());
-    }
-  }
-
-  Gelu& gelu(std::size_t n) {
-    auto it = gelus.find(n);
-    if (it != gelus.end()) return it->second;
+  Gelu& gelu(dnnl::engine& engine, std::size_t n) {
+    auto it = by_count.find(n);
+    if (it != by_count.end()) return it->second;
     try {
       const memory::desc md({static_cast<memory::dim>(n)}, memory::data_type::f32, tag::a);
       const auto algorithm = dnnl::algorithm::eltwise_gelu_tanh;
@@ -382,77 +308,35 @@ struct CpuTransformerOps::OneDnn {
              memory(md, engine, DNNL_MEMORY_NONE), {}, {}};
       g.forward_arguments = {{DNNL_ARG_SRC, g.src}, {DNNL_ARG_DST, g.dst}};
       g.backward_arguments = {{DNNL_ARG_SRC, g.src}, {DNNL_ARG_DIFF_DST, g.diff_dst}, {DNNL_ARG_DIFF_SRC, g.diff_src}};
-      return gelus.emplace(n, std::move(g)).first->second;
+      return by_count.emplace(n, std::move(g)).first->second;
     } catch (const dnnl::error& e) {
       throw BackendError("oneDNN eltwise gelu_tanh over " + std::to_string(n) + " values: " + e.what());
     }
   }
-
-  void run(dnnl::primitive& primitive, const std::unordered_map<int, memory>& arguments, const char* what) {
-    try {
-      primitive.execute(stream, arguments);
-      stream.wait();
-    } catch (const dnnl::error& e) {
-      throw BackendError(std::string("oneDNN ") + what + ": " + e.what());
-    }
-  }
 };
 
-CpuTransformerOps::CpuTransformerOps() try : isa_note_(cpu::apply_default_isa_limit()), dnn_(std::make_unique<OneDnn>()) {
-} catch (const dnnl::error& e) {
-  throw BackendError(std::string("oneDNN CPU engine and stream: ") + e.what());
-}
+CpuTransformerOps::CpuTransformerOps(std::shared_ptr<cpu::CpuDevice> device)
+    : device_(std::move(device)), gelus_(std::make_unique<Gelus>()) {}
 
 CpuTransformerOps::~CpuTransformerOps() = default;
 
 std::string CpuTransformerOps::implementation() const {
-  std::set<std::string> kernels;
-  for (const auto& [key, m] : dnn_->matmuls) kernels.insert(m.descriptor.impl_info_str());
-  std::string names;
-  for (const std::string& k : kernels) names += (names.empty() ? "" : ", ") + k;
-  return "oneDNN " + onednn_version() + " matmul" + (names.empty() ? "" : " (" + names + ")") +
-         " and eltwise GELU, OpenMP loops" + (isa_note_ ? "; " + *isa_note_ : "");
+  std::string text = fmt::format("oneDNN {} matmul", cpu::onednn_version());
+  if (const auto kernels = device_->matmul_kernels(); !kernels.empty()) text += fmt::format(" ({})", fmt::join(kernels, ", "));
+  text += " and eltwise GELU, OpenMP loops";
+  if (converted_)
+    text += fmt::format("; {} GEMMs converted: operands rounded to {} in fp32, the fp32 matmul",
+                        gemm_precision_info(precision_.gemm).name, gemm_precision_info(precision_.gemm).name);
+  if (device_->isa_note()) text += "; " + *device_->isa_note();
+  return text;
 }
 
-std::optional<std::string> CpuTransformerOps::probe(GemmPrecision precision) const {
-  std::optional<std::string> reason;
-  auto it = &reason;
-  switch (precision) {
-    case GemmPrecision::tf32:
-      (*it) = "TF32 is a GPU Tensor Core format; oneDNN has no TF32 matmul on CPUs";
-      break;
-    case GemmPrecision::fp16_acc16: (*it) = "oneDNN has no fp16-accumulating matmul on CPUs"; break;
-    case GemmPrecision::fp8_e4m3: (*it) = "oneDNN " + onednn_version() + " has no fp8 matmul on CPUs"; break;
-    case GemmPrecision::fp32:
-    case GemmPrecision::fp16:
-    case GemmPrecision::bf16:
-      // Whether oneDNN has a kernel for the type on this CPU (fp16 needs AVX512-FP16 or AMX-FP16).
-      try {
-        OneDnn::matmul_descriptor(dnn_->engine, {64, 64, 64, false, true, operand_type(precision), true, false});
-      } catch (const dnnl::error&) {
-        (*it) = std::string(gemm_precision_info(precision).name) + " matmul not supported by oneDNN " +
-                     onednn_version() + " on this CPU";
-      }
-      break;
-  }
-  return reason;
-}
-
-const CapabilityTable& CpuTransformerOps::capabilities() const {
-  if (!capabilities_) {
-    std::vector<GemmCapability> rows;
-    for (const GemmPrecisionInfo& info : gemm_precisions()) {
-      const auto why = probe(info.precision);
-      rows.push_back({info.precision, why ? GemmPath::unsupported : GemmPath::native, why.value_or("oneDNN matmul")});
-    }
-    capabilities_ = CapabilityTable(std::move(rows));
-  }
-  return *capabilities_;
-}
+const CapabilityTable& CpuTransformerOps::capabilities() const { return device_->capabilities(); }
 
 void CpuTransformerOps::set_matmul_precision(const MatmulPrecision& precision) {
   if (const auto reason = unsupported(precision.gemm)) throw UsageError(*reason);
   precision_ = precision;
+  converted_ = gemm_path(precision.gemm) == GemmPath::converted;
 }
 
 void CpuTransformerOps::release_scratch() {
@@ -478,17 +362,32 @@ const float* CpuTransformerOps::decoded(ConstTensor<float> x, std::size_t n, Ops
   return values;
 }
 
-const void* CpuTransformerOps::gemm_operand(ConstTensor<float> x, std::size_t n, OpsArray<std::uint16_t>& buffer) {
+const void* CpuTransformerOps::gemm_operand(ConstTensor<float> x, std::size_t n, OpsArray<std::byte>& buffer) {
+  const num::Format format = gemm_input_format(precision_.gemm);
+  if (converted_) return rounded_operand(x, n, format, buffer);
   if (!x.is_real()) {
-    if (storage_format(x.storage()) == gemm_input_format(precision_.gemm)) return x.data();
+    if (storage_format(x.storage()) == format) return x.data();
     return gemm_operand(decoded(x, n, decoded_[0]), n, buffer);
   }
   const float* values = x.real("gemm_operand");
-  const Storage operand_storage = half_storage(gemm_input_format(precision_.gemm));
+  const Storage operand_storage = half_storage(format);
   if (operand_storage == Storage::real) return values;
-  const Tensor<float> operand(scratch(buffer, n), operand_storage);
+  const Tensor<float> operand(reinterpret_cast<std::uint16_t*>(scratch(buffer, n * sizeof(std::uint16_t))),
+                              operand_storage);
   in_shares(n, [&](std::size_t first, std::size_t count) { encode_values(operand, first, count, values + first); });
   return operand.data();
+}
+
+const float* CpuTransformerOps::rounded_operand(ConstTensor<float> x, std::size_t n, num::Format format,
+                                                OpsArray<std::byte>& buffer) {
+  float* values = reinterpret_cast<float*>(scratch(buffer, n * sizeof(float)));
+  const bool exact = !x.is_real() && storage_format(x.storage()) == format;  // the codes are the format's values
+  in_shares(n, [&](std::size_t first, std::size_t count) {
+    if (x.is_real()) return load_operand(values + first, x.real("rounded_operand") + first, count, format);
+    decode_values(x, first, count, values + first);
+    if (!exact) load_operand(values + first, values + first, count, format);
+  });
+  return values;
 }
 
 void CpuTransformerOps::gemm(Tensor<float> out, const void* a, bool a_transposed, const void* b, bool b_transposed,
@@ -500,13 +399,9 @@ void CpuTransformerOps::gemm(Tensor<float> out, const void* a, bool a_transposed
   const bool rounded = precision_.output != num::Format::fp32;
   const bool in_place = out.is_real() && !(accumulate && rounded);
   float* dst = in_place ? out.real("gemm") : scratch(result_, outputs);
-  auto& m = dnn_->matmul({M, K, N, a_transposed, b_transposed, operand_type(precision_.gemm), bias != nullptr,
-                          accumulate && in_place});
-  m.a.set_data_handle(const_cast<void*>(a));
-  m.b.set_data_handle(const_cast<void*>(b));
-  if (bias != nullptr) m.bias.set_data_handle(const_cast<float*>(bias));
-  m.dst.set_data_handle(dst);
-  dnn_->run(m.primitive, m.arguments, "matmul");
+  cpu::CpuMatmul& matmul = device_->matmul({precision_.gemm, 1, M, N, K, a_transposed, b_transposed, DType::f32,
+                                            bias != nullptr, accumulate && in_place, converted_});
+  matmul.run(a, b, bias, dst);
   round_values(dst, outputs, precision_.output);
   if (in_place) return;
   in_chunks(outputs, [&](std::size_t first, std::size_t count) {
@@ -693,11 +588,11 @@ void CpuTransformerOps::attention_backward(Tensor<float> dqkv, ConstTensor<float
 // tensors are decoded before it and the result is rounded into them after it.
 void CpuTransformerOps::gelu_forward(Tensor<float> out, ConstTensor<float> inp, std::size_t n) {
   if (n == 0) return;
-  auto& g = dnn_->gelu(n);
+  auto& g = gelus_->gelu(device_->engine(), n);
   float* dst = out.is_real() ? out.real("gelu_forward") : scratch(result_, n);
   g.src.set_data_handle(const_cast<float*>(decoded(inp, n, decoded_[0])));
   g.dst.set_data_handle(dst);
-  dnn_->run(g.forward, g.forward_arguments, "eltwise gelu_tanh forward");
+  device_->execute(g.forward, g.forward_arguments, "eltwise gelu_tanh forward");
   if (!out.is_real()) {
     in_chunks(n, [&](std::size_t first, std::size_t count) { encode_values(out, first, count, dst + first); });
   }
@@ -706,12 +601,13 @@ void CpuTransformerOps::gelu_forward(Tensor<float> out, ConstTensor<float> inp, 
 void CpuTransformerOps::gelu_backward(Tensor<float> dinp, ConstTensor<float> dout, ConstTensor<float> inp,
                                       std::size_t n) {
   if (n == 0) return;
-  auto& g = dnn_->gelu(n);
-  float* gradient = scratch(result_, n);  // oneDNN overwrites its diff_src; the op adds
+  auto& g = gelus_->gelu(device_->engine(), n);
+  // oneDNN overwrites its diff_src; the op adds
+  float* gradient = scratch(result_, n);
   g.src.set_data_handle(const_cast<float*>(decoded(inp, n, decoded_[0])));
   g.diff_dst.set_data_handle(const_cast<float*>(decoded(dout, n, decoded_[1])));
   g.diff_src.set_data_handle(gradient);
-  dnn_->run(g.backward, g.backward_arguments, "eltwise gelu_tanh backward");
+  device_->execute(g.backward, g.backward_arguments, "eltwise gelu_tanh backward");
   in_chunks(n, [&](std::size_t first, std::size_t count) { add_values(dinp, first, gradient + first, count); });
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// TransformerOps on the CPU: the GEMMs through oneDNN's matmul (fp32, and bf16/fp16 where oneDNN
-// runs them on this CPU), GELU through oneDNN's eltwise, everything else as OpenMP loops over rows.
+// TransformerOps on the CPU: the GEMMs through the CPU device layer's matmul (native where the
+// capability table says so; converted elsewhere: operands rounded to the format in fp32, oneDNN's
+// fp32 matmul), GELU through oneDNN's eltwise, everything else as OpenMP loops over rows.
 // Results match ReferenceOps<float> up to fp32 summation order; in a low matmul precision the GEMM
 // operands and results are rounded exactly as the reference rounds them. Half-storage activations
 // are read and written in place: a bf16 tensor is a bf16 GEMM's operand as it is, and the loops
@@ -14,11 +15,16 @@
 
 #include "workloads/ops.hpp"
 
+namespace mpbench::cpu {
+class CpuDevice;
+}
+
 namespace mpbench::workloads {
 
 class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemory {
  public:
-  CpuTransformerOps();
+  // On the CPU device layer the backend runs on (its oneDNN engine, matmul and capability table).
+  explicit CpuTransformerOps(std::shared_ptr<cpu::CpuDevice> device);
   ~CpuTransformerOps() override;
   CpuTransformerOps(const CpuTransformerOps&) = delete;
   CpuTransformerOps& operator=(const CpuTransformerOps&) = delete;
@@ -59,7 +65,7 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   void release_scratch() override;
 
  private:
-  struct OneDnn;  // engine, stream and cached primitives (keeps oneDNN's headers out of this one)
+  struct Gelus;  // oneDNN's GELU primitives (keeps oneDNN's headers out of this one)
 
   // Scratch that only grows: the same shapes repeat every step, so after the first step no op
   // allocates. Counted in this OpsMemory's live bytes like any other buffer.
@@ -71,18 +77,20 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   // format before it is stored or added, as MatmulPrecision says, and the sum to out's storage.
   void gemm(Tensor<float> out, const void* a, bool a_transposed, const void* b, bool b_transposed, const float* bias,
             int M, int K, int N, bool accumulate);
-  // n values of x as the GEMM reads them: x itself when it is stored in the GEMM input type (fp32 or
-  // tf32 GEMMs on real storage, bf16 on bf16), else its copy in that type in `buffer`.
-  const void* gemm_operand(ConstTensor<float> x, std::size_t n, OpsArray<std::uint16_t>& buffer);
+  // n values of x as the GEMM reads them. Native: x itself when it is stored in the GEMM input type
+  // (fp32 GEMMs on real storage, bf16 on bf16), else its copy in that type in `buffer`. Converted:
+  // fp32 values of the input format (rounded_operand).
+  const void* gemm_operand(ConstTensor<float> x, std::size_t n, OpsArray<std::byte>& buffer);
+  // n values of x rounded to `format`, as fp32 in `buffer`: the converted path's operands.
+  const float* rounded_operand(ConstTensor<float> x, std::size_t n, num::Format format, OpsArray<std::byte>& buffer);
   // Half-storage values as floats in `buffer` (the fp32 GEMM's operands, encoder_backward's dout).
   const float* decoded(ConstTensor<float> x, std::size_t n, OpsArray<float>& buffer);
 
-  std::optional<std::string> isa_note_;  // mpbench's default ISA limit, decided before oneDNN starts
-  std::unique_ptr<OneDnn> dnn_;
+  std::shared_ptr<cpu::CpuDevice> device_;
+  std::unique_ptr<Gelus> gelus_;
   MatmulPrecision precision_;
-  std::optional<std::string> probe(GemmPrecision precision) const;
-  mutable std::optional<CapabilityTable> capabilities_;
-  OpsArray<std::uint16_t> operand_a_, operand_b_;  // low-precision GEMM operands
+  bool converted_ = false;  // the GEMMs of precision_ run on the converted path
+  OpsArray<std::byte> operand_a_, operand_b_;  // GEMM operands: codes (native) or rounded fp32 (converted)
   OpsArray<float> result_;                         // GEMM results before rounding and adding
   std::array<OpsArray<float>, 2> decoded_;         // half-storage values decoded to fp32
   OpsArray<float> per_thread_;                     // attention and LayerNorm per-thread scratch

@@ -1,6 +1,7 @@
 // CpuTransformerOps against ReferenceOps<float>: every op forward and backward on random inputs
-// from a fresh seed (odd sizes included), in fp32 and in bf16 matmul precision; round_to bit for
-// bit; the whole tiny model in fp32, amp-bf16 and bf16; a short training run.
+// from a fresh seed (odd sizes included), in fp32, bf16 and fp16 matmul precision, on the GEMM path
+// --cpu-gemm auto picks here and on the converted path forced; round_to bit for bit; the whole tiny
+// model in every mode a CPU trains; short training runs in amp-bf16 and amp-fp16.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -9,7 +10,9 @@
 #include <sstream>
 
 #include "amp/formats.hpp"
+#include "backends/cpu/cpu_device.hpp"
 #include "core/error.hpp"
+#include "tests/cpu_expectations.hpp"
 #include "tests/workloads/gradient_check.hpp"
 #include "workloads/cpu/cpu_ops.hpp"
 #include "workloads/reference_ops.hpp"
@@ -23,9 +26,11 @@ using Vec = std::vector<float>;
 
 // |cpu - reference| <= relative * |e| + of_scale * max|e|, where e is the reference's value minus
 // `base` (the values a backward added to), so the bound follows what the op computed.
+// With `terms` (below), also + of_terms * terms[i].
 struct Tolerance {
   double relative;
   double of_scale;
+  double of_terms = 0;
 };
 
 // fp32 math in another order than the reference's double sums: a few fp32 ulps of each value,
@@ -35,9 +40,12 @@ constexpr Tolerance kFp32{1e-5, 2e-6};
 // value or a neighbour: one bf16 ulp, at most 2^-7 of the value (8 significant bits); plus the
 // fp32 noise of values near zero.
 constexpr Tolerance kBf16Ulp{0x1p-7, 1e-5};
+// Likewise one fp16 ulp: 2^-10 of the value (11 significant bits).
+constexpr Tolerance kFp16Ulp{0x1p-10, 1e-5};
 
+// terms: per value, the sum of the magnitudes of what it adds up, where a sum may cancel.
 void expect_close(const Vec& actual, const Vec& expected, Tolerance tolerance, const std::string& what,
-                  const Vec* base = nullptr) {
+                  const Vec* base = nullptr, const Vec* terms = nullptr) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   auto change = [&](std::size_t i) { return double(expected[i]) - (base ? double((*base)[i]) : 0.0); };
   double scale = 0;
@@ -46,7 +54,8 @@ void expect_close(const Vec& actual, const Vec& expected, Tolerance tolerance, c
   double worst_ratio = 0;
   for (std::size_t i = 0; i < actual.size(); ++i) {
     const double error = std::abs(double(actual[i]) - expected[i]);
-    const double allowed = tolerance.relative * std::abs(change(i)) + tolerance.of_scale * scale;
+    const double allowed = tolerance.relative * std::abs(change(i)) + tolerance.of_scale * scale +
+                           (terms ? tolerance.of_terms * (*terms)[i] : 0.0);
     if (!(error <= allowed)) ++outside;  // NaN counts as outside
     const double ratio = allowed > 0 ? error / allowed : (error > 0 ? INFINITY : 0);
     if (!(ratio <= worst_ratio)) {
@@ -61,13 +70,66 @@ void expect_close(const Vec& actual, const Vec& expected, Tolerance tolerance, c
 
 const MatmulPrecision kFp32Matmul{GemmPrecision::fp32, num::Format::fp32};
 const MatmulPrecision kBf16Matmul{GemmPrecision::bf16, num::Format::bf16};
+const MatmulPrecision kFp16Matmul{GemmPrecision::fp16, num::Format::fp16};
+
+Vec magnitudes(const Vec& values) {
+  Vec out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = std::abs(values[i]);
+  return out;
+}
+
+// Per value a matmul computes, the sum of the magnitudes of what it adds up (products, bias, the
+// value it adds into): the reference's fp32 matmul on the magnitudes.
+struct MatmulTerms {
+  Vec out, dinp, dweight, dbias;
+};
+
+MatmulTerms matmul_terms(const Vec& inp, const Vec& weight, const Vec* bias, const Vec& out_init, int N, int C,
+                         int OC) {
+  ReferenceOps<float> ref;
+  OpsArray<float> x(ref, inp.size()), w(ref, weight.size()), b(ref, static_cast<std::size_t>(OC)),
+      out(ref, out_init.size());
+  x.upload(magnitudes(inp));
+  w.upload(magnitudes(weight));
+  if (bias) b.upload(magnitudes(*bias));
+  out.upload(magnitudes(out_init));
+  ref.matmul_forward(out.data(), x.data(), w.data(), bias ? b.data() : nullptr, N, C, OC);
+  return {out.download(), {}, {}, {}};
+}
+
+MatmulTerms matmul_backward_terms(const Vec& dout, const Vec& inp, const Vec& weight, const Vec& dinp_init,
+                                  const Vec& dweight_init, const Vec& dbias_init, int N, int C, int OC) {
+  ReferenceOps<float> ref;
+  OpsArray<float> dy(ref, dout.size()), x(ref, inp.size()), w(ref, weight.size());
+  OpsArray<float> dx(ref, dinp_init.size()), dw(ref, dweight_init.size()), db(ref, dbias_init.size());
+  dy.upload(magnitudes(dout));
+  x.upload(magnitudes(inp));
+  w.upload(magnitudes(weight));
+  dx.upload(magnitudes(dinp_init));
+  dw.upload(magnitudes(dweight_init));
+  db.upload(magnitudes(dbias_init));
+  ref.matmul_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, C, OC);
+  return {{}, dx.download(), dw.download(), db.download()};
+}
+
+// Ops on a CPU device of their own, with low-precision GEMMs on the path `choice` gives.
+std::shared_ptr<cpu::CpuDevice> cpu_device(cpu::GemmPathChoice choice = cpu::GemmPathChoice::automatic) {
+  return std::make_shared<cpu::CpuDevice>(cpu::CpuOptions{choice});
+}
+
+// The --cpu-gemm choices every op test runs under: the one a run takes, and converted forced (the
+// path of CPUs without bf16 instructions, run on every CPU).
+const auto kChoices = ::testing::Values(cpu::GemmPathChoice::automatic, cpu::GemmPathChoice::converted);
+std::string choice_name(const ::testing::TestParamInfo<cpu::GemmPathChoice>& info) {
+  return std::string(info.param == cpu::GemmPathChoice::automatic ? "auto" : cpu::gemm_path_choice_name(info.param));
+}
 
 std::string precision_name(const MatmulPrecision& p) {
   return std::string(gemm_precision_info(p.gemm).name) + " GEMM, " + std::string(num::format_info(p.output).name) +
          " output";
 }
 
-class CpuOps : public ::testing::Test {
+class CpuOps : public ::testing::TestWithParam<cpu::GemmPathChoice> {
  protected:
   void SetUp() override {
     seed_ = testing::fresh_seed();
@@ -106,10 +168,11 @@ class CpuOps : public ::testing::Test {
     t.ref.upload(values);
     return t;
   }
-  void expect_both_close(const Both& b, Tolerance tolerance, const std::string& what, const Vec* base = nullptr) {
-    expect_close(b.cpu.download(), b.ref.download(), tolerance, what, base);
+  void expect_both_close(const Both& b, Tolerance tolerance, const std::string& what, const Vec* base = nullptr,
+                         const Vec* terms = nullptr) {
+    expect_close(b.cpu.download(), b.ref.download(), tolerance, what, base, terms);
   }
-  // Skips the test where this CPU's oneDNN has no such GEMM.
+  // False where the ops have no such GEMM.
   bool set_precision(const MatmulPrecision& precision) {
     if (const auto why = cpu_.unsupported(precision.gemm)) return false;
     cpu_.set_matmul_precision(precision);
@@ -117,14 +180,14 @@ class CpuOps : public ::testing::Test {
     return true;
   }
 
-  CpuTransformerOps cpu_;
+  CpuTransformerOps cpu_{cpu_device(GetParam())};
   ReferenceOps<float> ref_;
   std::uint64_t seed_ = 0;
   std::uint64_t draws_ = 0;
   std::unique_ptr<::testing::ScopedTrace> trace_;
 };
 
-TEST_F(CpuOps, Encoder) {
+TEST_P(CpuOps, Encoder) {
   for (auto [B, T, C] : {std::tuple{2, 5, 20}, std::tuple{3, 16, 256}}) {
     SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " C " + std::to_string(C));
     const int V = 3;  // few tokens, so rows of wte collect several gradients
@@ -142,7 +205,7 @@ TEST_F(CpuOps, Encoder) {
   }
 }
 
-TEST_F(CpuOps, LayerNorm) {
+TEST_P(CpuOps, LayerNorm) {
   for (auto [N, C] : {std::pair{7, 20}, std::pair{33, 256}}) {
     SCOPED_TRACE("N " + std::to_string(N) + " C " + std::to_string(C));
     auto inp = both(random(N * C, -2, 3)), weight = both(random(C)), bias = both(random(C));
@@ -162,48 +225,78 @@ TEST_F(CpuOps, LayerNorm) {
   }
 }
 
-TEST_F(CpuOps, Matmul) {
+TEST_P(CpuOps, Matmul) {
   const MatmulPrecision bf16_fp32_output{GemmPrecision::bf16, num::Format::fp32};
-  for (const MatmulPrecision& precision : {kFp32Matmul, kBf16Matmul, bf16_fp32_output}) {
+  const MatmulPrecision fp16_fp32_output{GemmPrecision::fp16, num::Format::fp32};
+  for (const MatmulPrecision& precision : {kFp32Matmul, kBf16Matmul, bf16_fp32_output, kFp16Matmul, fp16_fp32_output}) {
     SCOPED_TRACE(precision_name(precision));
     if (!set_precision(precision)) {
-      ADD_FAILURE() << "oneDNN runs no " << precision_name(precision) << " here: " << *cpu_.unsupported(precision.gemm);
+      ADD_FAILURE() << "every CPU runs " << precision_name(precision) << ", natively or converted: "
+                    << *cpu_.unsupported(precision.gemm);
       continue;
     }
-    // bf16 operands are exact in fp32 products; only the summation order differs before rounding.
-    const Tolerance tolerance = precision.output == num::Format::bf16 ? kBf16Ulp : kFp32;
+    // bf16 and fp16 operands are exact in fp32 products; only the summation order differs before
+    // rounding.
+    const Tolerance tolerance = precision.output == num::Format::bf16   ? kBf16Ulp
+                                : precision.output == num::Format::fp16 ? kFp16Ulp
+                                                                        : kFp32;
     for (auto [N, C, OC] : {std::tuple{7, 20, 36}, std::tuple{64, 96, 200}, std::tuple{1, 3, 1}}) {
       for (bool with_bias : {true, false}) {
         SCOPED_TRACE("N " + std::to_string(N) + " C " + std::to_string(C) + " OC " + std::to_string(OC) +
                      (with_bias ? " with bias" : " without bias"));
-        auto inp = both(random(N * C)), weight = both(random(OC * C)), bias = both(random(OC));
+        // An fp32 sum of n terms in any order is within (n - 1) * 2^-24 of the sum of their
+        // magnitudes from the exact one: what bounds a value that cancels to near zero.
+        Tolerance bound = tolerance;
+        bound.of_terms = (std::max({N, C, OC}) + 1) * 0x1p-24;
+        const Vec inp_values = random(N * C), weight_values = random(OC * C), bias_values = random(OC);
+        auto inp = both(inp_values), weight = both(weight_values), bias = both(bias_values);
         auto out = both(random(N * OC));
         float* bias_cpu = with_bias ? bias.c() : nullptr;
         float* bias_ref = with_bias ? bias.r() : nullptr;
         cpu_.matmul_forward(out.c(), inp.c(), weight.c(), bias_cpu, N, C, OC);
         ref_.matmul_forward(out.r(), inp.r(), weight.r(), bias_ref, N, C, OC);
-        expect_both_close(out, tolerance, "out");
+        const MatmulTerms forward_terms = matmul_terms(inp_values, weight_values, with_bias ? &bias_values : nullptr,
+                                                       Vec(N * OC, 0.0f), N, C, OC);
+        expect_both_close(out, bound, "out", nullptr, &forward_terms.out);
         const Vec dinp_init = random(N * C), dweight_init = random(OC * C), dbias_init = random(OC);
-        auto dout = both(random(N * OC)), dinp = both(dinp_init), dweight = both(dweight_init);
+        const Vec dout_values = random(N * OC);
+        auto dout = both(dout_values), dinp = both(dinp_init), dweight = both(dweight_init);
         auto dbias = both(dbias_init);
         cpu_.matmul_backward(dinp.c(), dweight.c(), bias_cpu ? dbias.c() : nullptr, dout.c(), inp.c(), weight.c(), N,
                              C, OC);
         ref_.matmul_backward(dinp.r(), dweight.r(), bias_ref ? dbias.r() : nullptr, dout.r(), inp.r(), weight.r(), N,
                              C, OC);
-        expect_both_close(dinp, tolerance, "dinp", &dinp_init);
-        expect_both_close(dweight, tolerance, "dweight", &dweight_init);
-        expect_both_close(dbias, tolerance, "dbias", &dbias_init);
+        const MatmulTerms backward_terms = matmul_backward_terms(dout_values, inp_values, weight_values, dinp_init,
+                                                                 dweight_init, dbias_init, N, C, OC);
+        expect_both_close(dinp, bound, "dinp", &dinp_init, &backward_terms.dinp);
+        expect_both_close(dweight, bound, "dweight", &dweight_init, &backward_terms.dweight);
+        expect_both_close(dbias, bound, "dbias", &dbias_init, &backward_terms.dbias);
       }
     }
   }
 }
 
-TEST_F(CpuOps, MatmulRoundsBf16OutputsToBf16) {
-  if (!set_precision(kBf16Matmul)) GTEST_SKIP() << *cpu_.unsupported(GemmPrecision::bf16);
-  const int N = 5, C = 11, OC = 9;
-  auto inp = both(random(N * C)), weight = both(random(OC * C)), bias = both(random(OC)), out = both(random(N * OC));
-  cpu_.matmul_forward(out.c(), inp.c(), weight.c(), bias.c(), N, C, OC);
-  for (float x : out.cpu.download()) EXPECT_EQ(x, round_to_format(x, num::Format::bf16));
+TEST_P(CpuOps, MatmulRoundsHalfOutputsToTheirFormat) {
+  for (const MatmulPrecision& precision : {kBf16Matmul, kFp16Matmul}) {
+    SCOPED_TRACE(precision_name(precision));
+    ASSERT_TRUE(set_precision(precision)) << *cpu_.unsupported(precision.gemm);
+    const int N = 5, C = 11, OC = 9;
+    auto inp = both(random(N * C)), weight = both(random(OC * C)), bias = both(random(OC)), out = both(random(N * OC));
+    cpu_.matmul_forward(out.c(), inp.c(), weight.c(), bias.c(), N, C, OC);
+    for (float x : out.cpu.download()) EXPECT_EQ(x, round_to_format(x, precision.output));
+  }
+}
+
+TEST_P(CpuOps, GemmsRunOnThePathTheChoiceAndTheCpuGive) {
+  const bool converted = GetParam() == cpu::GemmPathChoice::converted;
+  const bool native_bf16 = !converted && mpbench::testing::cpu_runs_bf16_natively();
+  const bool native_fp16 = !converted && mpbench::testing::cpu_runs_fp16_natively();
+  EXPECT_EQ(cpu_.gemm_path(GemmPrecision::fp32), GemmPath::native);
+  EXPECT_EQ(cpu_.gemm_path(GemmPrecision::bf16), native_bf16 ? GemmPath::native : GemmPath::converted);
+  EXPECT_EQ(cpu_.gemm_path(GemmPrecision::fp16), native_fp16 ? GemmPath::native : GemmPath::converted);
+  ASSERT_TRUE(set_precision(kBf16Matmul));
+  const std::string implementation = cpu_.implementation();
+  EXPECT_EQ(implementation.find("bf16 GEMMs converted") != std::string::npos, !native_bf16) << implementation;
 }
 
 double distance(const Vec& a, const Vec& b) {
@@ -212,14 +305,14 @@ double distance(const Vec& a, const Vec& b) {
   return std::sqrt(sum);
 }
 
-TEST_F(CpuOps, Attention) {
-  for (const MatmulPrecision& precision : {kFp32Matmul, kBf16Matmul}) {
+TEST_P(CpuOps, Attention) {
+  for (const MatmulPrecision& precision : {kFp32Matmul, kBf16Matmul, kFp16Matmul}) {
     SCOPED_TRACE(precision_name(precision));
     if (!set_precision(precision)) {
-      ADD_FAILURE() << "oneDNN runs no " << precision_name(precision) << " here";
+      ADD_FAILURE() << "every CPU runs " << precision_name(precision) << ": " << *cpu_.unsupported(precision.gemm);
       continue;
     }
-    const bool bf16 = precision.gemm == GemmPrecision::bf16;
+    const bool bf16 = precision.gemm != GemmPrecision::fp32;  // or fp16: within the same bounds
     for (auto [B, T, C, NH] : {std::tuple{2, 5, 20, 2}, std::tuple{1, 17, 64, 4}, std::tuple{3, 1, 6, 3}}) {
       SCOPED_TRACE("B " + std::to_string(B) + " T " + std::to_string(T) + " C " + std::to_string(C) + " NH " +
                    std::to_string(NH));
@@ -258,7 +351,7 @@ TEST_F(CpuOps, Attention) {
   }
 }
 
-TEST_F(CpuOps, AttentionIsCausal) {
+TEST_P(CpuOps, AttentionIsCausal) {
   const int B = 1, T = 6, C = 8, NH = 2;
   auto qkv = both(random(B * T * 3 * C)), out = both(random(B * T * C)), att = both(random(B * NH * T * T));
   cpu_.attention_forward(out.c(), att.c(), qkv.c(), B, T, C, NH);
@@ -278,7 +371,7 @@ TEST_F(CpuOps, AttentionIsCausal) {
   }
 }
 
-TEST_F(CpuOps, Gelu) {
+TEST_P(CpuOps, Gelu) {
   // oneDNN's gelu_tanh has its own tanh, a few fp32 ulps off; where x < 0 the terms of gelu and
   // of its derivative cancel, so the error is a few ulps of the terms (up to max|dout|), not of the
   // result: 1e-5 of the largest value (seen: 5e-7).
@@ -296,7 +389,7 @@ TEST_F(CpuOps, Gelu) {
   }
 }
 
-TEST_F(CpuOps, Residual) {
+TEST_P(CpuOps, Residual) {
   const std::size_t n = 1001;
   auto a = both(random(n)), b = both(random(n)), out = both(random(n));
   cpu_.residual_forward(out.c(), a.c(), b.c(), n);
@@ -310,7 +403,7 @@ TEST_F(CpuOps, Residual) {
   expect_both_close(db, {0, 0}, "db");
 }
 
-TEST_F(CpuOps, SoftmaxCrossEntropy) {
+TEST_P(CpuOps, SoftmaxCrossEntropy) {
   for (auto [N, V, Vp] : {std::tuple{7, 37, 40}, std::tuple{5, 1000, 1024}, std::tuple{3, 9, 9}}) {
     SCOPED_TRACE("N " + std::to_string(N) + " V " + std::to_string(V) + " Vp " + std::to_string(Vp));
     auto targets = both(random_tokens(N, V));
@@ -335,7 +428,7 @@ TEST_F(CpuOps, SoftmaxCrossEntropy) {
   }
 }
 
-TEST_F(CpuOps, AdamWIsTheReferenceBitForBit) {
+TEST_P(CpuOps, AdamWIsTheReferenceBitForBit) {
   const std::size_t n = 10007;
   auto params = both(random(n)), grads = both(random(n)), m = both(random(n, -0.1, 0.1));
   auto v = both(random(n, 0, 0.01));
@@ -348,7 +441,7 @@ TEST_F(CpuOps, AdamWIsTheReferenceBitForBit) {
   EXPECT_EQ(v.cpu.download(), v.ref.download());
 }
 
-TEST_F(CpuOps, GlobalNorm) {
+TEST_P(CpuOps, GlobalNorm) {
   for (std::size_t n : {std::size_t{5}, std::size_t{1000003}}) {
     auto grads = both(random(n, -3, 3));
     const double cpu = cpu_.global_norm(grads.c(), n), ref = ref_.global_norm(grads.r(), n);
@@ -369,7 +462,7 @@ TEST_F(CpuOps, GlobalNorm) {
   EXPECT_TRUE(std::isnan(with(n - 1, -std::numeric_limits<float>::quiet_NaN())));
 }
 
-TEST_F(CpuOps, Copy) {
+TEST_P(CpuOps, Copy) {
   const std::size_t n = 70001;
   const Vec values = random(n);
   auto src = both(values), dst = both(random(n));
@@ -379,7 +472,7 @@ TEST_F(CpuOps, Copy) {
 
 std::uint32_t bits_of(float x) { return std::bit_cast<std::uint32_t>(x); }
 
-TEST_F(CpuOps, RoundToIsRoundToFormatBitForBit) {
+TEST_P(CpuOps, RoundToIsRoundToFormatBitForBit) {
   // Random bit patterns cover every exponent, subnormals, infinities and NaNs with payloads; the
   // fixed values the edges: overflow to inf (bf16 past 0x1.fefp127 rounds up to inf, fp16 from
   // 65520), halfway cases, signed zeros.
@@ -416,7 +509,7 @@ TEST_F(CpuOps, RoundToIsRoundToFormatBitForBit) {
   EXPECT_EQ(round_to_format(0x1.ff0p127f, num::Format::bf16), inf);
 }
 
-TEST_F(CpuOps, UnsupportedPrecisionsGiveReasons) {
+TEST_P(CpuOps, UnsupportedPrecisionsGiveReasons) {
   for (GemmPrecision p : {GemmPrecision::fp8_e4m3, GemmPrecision::tf32, GemmPrecision::fp16_acc16}) {
     const auto reason = cpu_.unsupported(p);
     ASSERT_TRUE(reason.has_value()) << gemm_precision_info(p).name;
@@ -429,7 +522,7 @@ TEST_F(CpuOps, UnsupportedPrecisionsGiveReasons) {
   EXPECT_NE(cpu_.implementation().find("oneDNN"), std::string::npos);
 }
 
-TEST_F(CpuOps, ScratchIsReusedAcrossCalls) {
+TEST_P(CpuOps, ScratchIsReusedAcrossCalls) {
   const int N = 16, C = 32, OC = 48;
   auto inp = both(random(N * C)), weight = both(random(OC * C)), out = both(random(N * OC));
   auto dout = both(random(N * OC)), dinp = both(random(N * C)), dweight = both(random(OC * C));
@@ -437,7 +530,7 @@ TEST_F(CpuOps, ScratchIsReusedAcrossCalls) {
     cpu_.matmul_forward(out.c(), inp.c(), weight.c(), nullptr, N, C, OC);
     cpu_.matmul_backward(dinp.c(), dweight.c(), nullptr, dout.c(), inp.c(), weight.c(), N, C, OC);
   };
-  if (!set_precision(kBf16Matmul)) GTEST_SKIP() << *cpu_.unsupported(GemmPrecision::bf16);
+  ASSERT_TRUE(set_precision(kBf16Matmul)) << *cpu_.unsupported(GemmPrecision::bf16);
   step();
   const std::size_t after_first = cpu_.live_bytes();
   step();
@@ -446,16 +539,18 @@ TEST_F(CpuOps, ScratchIsReusedAcrossCalls) {
   EXPECT_NE(cpu_.implementation().find("matmul ("), std::string::npos) << cpu_.implementation();
 }
 
-TEST_F(CpuOps, ReleasedScratchIsFreed) {
+TEST_P(CpuOps, ReleasedScratchIsFreed) {
   const int N = 16, C = 32, OC = 48;
   auto inp = both(random(N * C)), weight = both(random(OC * C)), out = both(random(N * OC));
-  if (!set_precision(kBf16Matmul)) GTEST_SKIP() << *cpu_.unsupported(GemmPrecision::bf16);
+  ASSERT_TRUE(set_precision(kBf16Matmul)) << *cpu_.unsupported(GemmPrecision::bf16);
   const std::size_t before = cpu_.live_bytes();
   cpu_.matmul_forward(out.c(), inp.c(), weight.c(), nullptr, N, C, OC);
-  ASSERT_GT(cpu_.live_bytes(), before) << "bf16 operands and the fp32 result are scratch";
+  ASSERT_GT(cpu_.live_bytes(), before) << "the GEMM operands (bf16 codes, or rounded fp32) are scratch";
   cpu_.release_scratch();
   EXPECT_EQ(cpu_.live_bytes(), before);
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, CpuOps, kChoices, choice_name);
 
 // A mode's peak memory is its own: the same whether or not another mode ran first on the same ops.
 TEST(CpuTransformerSuite, PeakMemoryOfAModeDoesNotDependOnTheModesBefore) {
@@ -466,20 +561,18 @@ TEST(CpuTransformerSuite, PeakMemoryOfAModeDoesNotDependOnTheModesBefore) {
     o.steps = 2;
     o.seed = 5;
     o.modes = std::move(modes);
-    CpuTransformerOps ops;
+    CpuTransformerOps ops(cpu_device());
     const auto outcome = run_transformer_suite(plan_transformer_run(o, cpu), ops, cpu, [](const std::string&) {});
     const CaseResult& last = outcome.cases.back();
     EXPECT_EQ(last.precision, "bf16");
     EXPECT_EQ(last.status, CaseStatus::ok) << last.message;
     return last.rates.at("peak_memory_bytes").get<double>();
   };
-  CpuTransformerOps probe;
-  if (const auto why = unsupported_mode(probe, amp::Mode::bf16)) GTEST_SKIP() << *why;
   EXPECT_EQ(bf16_peak({amp::Mode::fp32, amp::Mode::bf16}), bf16_peak({amp::Mode::bf16}));
 }
 
 // The whole tiny model on both ops, same weights and tokens.
-class CpuModel : public ::testing::TestWithParam<amp::Mode> {};
+class CpuModel : public ::testing::TestWithParam<std::tuple<amp::Mode, cpu::GemmPathChoice>> {};
 
 double relative_l2(const Vec& actual, const Vec& expected, std::size_t offset, std::size_t size) {
   double error = 0, norm = 0;
@@ -491,14 +584,14 @@ double relative_l2(const Vec& actual, const Vec& expected, std::size_t offset, s
 }
 
 TEST_P(CpuModel, MatchesTheReferenceModel) {
-  const amp::Mode mode = GetParam();
+  const auto [mode, choice] = GetParam();
   const std::uint64_t seed = testing::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const GptConfig config = config_by_name("tiny");
   const int B = 3, T = 7;
-  CpuTransformerOps cpu;
+  CpuTransformerOps cpu(cpu_device(choice));
   ReferenceOps<float> ref;
-  if (const auto why = unsupported_mode(cpu, mode)) GTEST_SKIP() << *why;
+  ASSERT_FALSE(unsupported_mode(cpu, mode)) << "every CPU trains every mode but tf32";
   Gpt2Model<float> cpu_model(config, B, T, cpu, mode), ref_model(config, B, T, ref, mode);
   cpu_model.init(seed);
   // Off GPT-2's special starting values (zero biases, unit norms), the same way in both.
@@ -539,22 +632,28 @@ TEST_P(CpuModel, MatchesTheReferenceModel) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, CpuModel, ::testing::Values(amp::Mode::fp32, amp::Mode::amp_bf16, amp::Mode::bf16),
-                         testing::mode_test_name);
+// A mode and a --cpu-gemm choice as a test name, e.g. ampfp16_converted.
+std::string mode_and_choice_name(const ::testing::TestParamInfo<std::tuple<amp::Mode, cpu::GemmPathChoice>>& info) {
+  const auto [mode, choice] = info.param;
+  return testing::mode_test_name({mode, info.index}) + "_" + choice_name({choice, info.index});
+}
+
+const auto kTrainedModes = ::testing::Values(amp::Mode::fp32, amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16);
+INSTANTIATE_TEST_SUITE_P(Modes, CpuModel, ::testing::Combine(kTrainedModes, kChoices), mode_and_choice_name);
 
 // Half storage on the CPU ops (rows decoded to fp32 and rounded back, bf16 GEMM operands read in
 // place) against the same ops emulating it with fp32 buffers rounded after each op: the same
 // values, so the same loss and gradients, in less memory.
-class CpuHalfStorage : public ::testing::TestWithParam<amp::Mode> {};
+class CpuHalfStorage : public ::testing::TestWithParam<std::tuple<amp::Mode, cpu::GemmPathChoice>> {};
 
 TEST_P(CpuHalfStorage, MatchesTheEmulationInLessMemory) {
-  const amp::Mode mode = GetParam();
+  const auto [mode, choice] = GetParam();
   const std::uint64_t seed = testing::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const GptConfig config = config_by_name("tiny");
   const int B = 3, T = 7;
-  CpuTransformerOps half_ops, emulated_ops;
-  if (const auto why = unsupported_mode(half_ops, mode)) GTEST_SKIP() << *why;
+  CpuTransformerOps half_ops(cpu_device(choice)), emulated_ops(cpu_device(choice));
+  ASSERT_FALSE(unsupported_mode(half_ops, mode)) << "every CPU trains every mode but tf32";
   Gpt2Model<float> half(config, B, T, half_ops, mode, AttentionKernels::unfused, ActivationStorage::half);
   Gpt2Model<float> emulated(config, B, T, emulated_ops, mode, AttentionKernels::unfused, ActivationStorage::emulated);
   ASSERT_EQ(half.activation_storage(), ActivationStorage::half);
@@ -576,13 +675,18 @@ TEST_P(CpuHalfStorage, MatchesTheEmulationInLessMemory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, CpuHalfStorage,
-                         ::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16),
-                         testing::mode_test_name);
+                         ::testing::Combine(::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16),
+                                            kChoices),
+                         mode_and_choice_name);
 
-TEST(CpuTraining, TinyTrainsInAmpBf16) {
+// A short run learns in each mixed-precision mode on both paths; amp-fp16's loss scaler skips
+// only the steps whose gradients overflow.
+class CpuTraining : public ::testing::TestWithParam<std::tuple<amp::Mode, cpu::GemmPathChoice>> {};
+
+TEST_P(CpuTraining, TinyLearns) {
+  const auto [mode, choice] = GetParam();
   const GptConfig config = config_by_name("tiny");
-  CpuTransformerOps ops;
-  if (const auto why = unsupported_mode(ops, amp::Mode::amp_bf16)) GTEST_SKIP() << *why;
+  CpuTransformerOps ops(cpu_device(choice));
   TrainOptions o;
   o.batch = 4;
   o.seq_len = 16;
@@ -594,22 +698,35 @@ TEST(CpuTraining, TinyTrainsInAmpBf16) {
   SCOPED_TRACE("seed " + std::to_string(o.seed));
   const MarkovChain chain = MarkovChain::random(config.vocab, 3, 11);
   MarkovTokenStream cpu_data(chain, 1), ref_data(chain, 1);
-  const auto curve = train(config, o, cpu_data, ops, amp::Mode::amp_bf16);
+  const auto curve = train(config, o, cpu_data, ops, mode);
   ASSERT_EQ(curve.size(), 30u);
+  std::vector<double> losses;
   for (const StepRecord& r : curve) {
     EXPECT_TRUE(std::isfinite(r.loss)) << "step " << r.step;
+    if (r.skipped) continue;
     EXPECT_TRUE(std::isfinite(r.grad_norm)) << "step " << r.step;
-    EXPECT_FALSE(r.skipped) << "step " << r.step;
+    losses.push_back(r.loss);
   }
+  // bf16 has fp32's range: nothing overflows. fp16 may overflow at the scaler's first scales only.
+  if (mode == amp::Mode::amp_bf16) {
+    EXPECT_EQ(losses.size(), curve.size());
+  } else {
+    EXPECT_GE(losses.size(), curve.size() * 2 / 3);
+  }
+  ASSERT_GE(losses.size(), 5u);
   double end = 0;
-  for (std::size_t i = curve.size() - 5; i < curve.size(); ++i) end += curve[i].loss / 5;
+  for (std::size_t i = losses.size() - 5; i < losses.size(); ++i) end += losses[i] / 5;
   EXPECT_NEAR(curve.front().loss, std::log(config.vocab), 0.2);
   EXPECT_LT(end, curve.front().loss - 0.5) << "start " << curve.front().loss << " end " << end;
-  // The first step is the reference's up to bf16 rounding of the forward pass.
+  // The first step's loss is the reference's up to the mode's rounding of the forward pass.
   ReferenceOps<float> ref;
   o.steps = 1;
-  EXPECT_NEAR(train(config, o, ref_data, ref, amp::Mode::amp_bf16).front().loss, curve.front().loss, 2e-3);
+  EXPECT_NEAR(train(config, o, ref_data, ref, mode).front().loss, curve.front().loss, 2e-3);
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, CpuTraining,
+                         ::testing::Combine(::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16), kChoices),
+                         mode_and_choice_name);
 
 }  // namespace
 }  // namespace mpbench::workloads
