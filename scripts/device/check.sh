@@ -53,17 +53,22 @@ bounded() {
 }
 
 step "binaries"
-if [[ -x $repo/build/cli/mpbench ]]; then  # a machine that builds: pack what it built
-  bash "$repo/scripts/device/pack.sh" "$repo/build" || fail "packing ./build"
+pack=$(mktemp -d)
+devpack=$repo/.devpack
+trap 'rm -rf "$pack" "$devpack_made"' EXIT
+devpack_made=
+if [[ -x $repo/build/cli/mpbench ]]; then  # a machine that builds: pack what it built, outside the tree
+  devpack_made=$(mktemp -d)
+  devpack=$devpack_made
+  MPBENCH_DEVPACK_DIR=$devpack bash "$repo/scripts/device/pack.sh" "$repo/build" || fail "packing ./build"
 fi
-if [[ ! -f $repo/.devpack/mpbench-devpack.tar.xz ]]; then
+if [[ ! -f $devpack/mpbench-devpack.tar.xz ]]; then
   echo "check: no .devpack/mpbench-devpack.tar.xz and no ./build: run scripts/setup.sh and scripts/device/pack.sh"
   echo "check: on the machine with the Debian packages, then carry .devpack in the device call"
   exit 2
 fi
-pack=$(mktemp -d)
-tar -C "$pack" -xJf "$repo/.devpack/mpbench-devpack.tar.xz" || { echo "check: cannot unpack"; exit 2; }
-pack_revision=$(cat "$repo/.devpack/REVISION" 2>/dev/null || echo unknown)
+tar -C "$pack" -xJf "$devpack/mpbench-devpack.tar.xz" || { echo "check: cannot unpack"; exit 2; }
+pack_revision=$(cat "$devpack/REVISION" 2>/dev/null || echo unknown)
 tree_revision=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
 echo "pack built at revision $pack_revision; tree at $tree_revision"
 [[ $pack_revision == "$tree_revision" ]] || echo "check: WARNING: the pack was built from another revision than this tree"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs a build made here (with CUDA) for the GPU machine, which has the CUDA driver and toolkit
 # but none of the Debian libraries mpbench links: the binaries plus the shared libraries they need
-# that are neither glibc, libstdc++ nor CUDA's, into .devpack/mpbench-devpack.tar.xz.
+# that are neither glibc, libstdc++ nor CUDA's, into .devpack/mpbench-devpack.tar.xz (or into
+# $MPBENCH_DEVPACK_DIR: the device check packs a local build outside the source tree).
 # Usage: scripts/device/pack.sh [BUILD_DIR]   (then carry .devpack in the device call)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,7 +27,8 @@ done | sort -u | grep -Ev "$skip" | while IFS= read -r lib; do
   cp -L "$lib" "$stage/lib/"
 done
 
-mkdir -p .devpack
-tar -C "$stage" -cJf .devpack/mpbench-devpack.tar.xz bin lib
-git rev-parse HEAD > .devpack/REVISION
-echo "pack: .devpack/mpbench-devpack.tar.xz ($(du -h .devpack/mpbench-devpack.tar.xz | cut -f1)): $(ls "$stage/bin" | wc -l) binaries, libraries: $(ls "$stage/lib" | tr '\n' ' ')"
+dest=${MPBENCH_DEVPACK_DIR:-.devpack}
+mkdir -p "$dest"
+tar -C "$stage" -cJf "$dest/mpbench-devpack.tar.xz" bin lib
+git rev-parse HEAD > "$dest/REVISION"
+echo "pack: $dest/mpbench-devpack.tar.xz ($(du -h "$dest/mpbench-devpack.tar.xz" | cut -f1)): $(ls "$stage/bin" | wc -l) binaries, libraries: $(ls "$stage/lib" | tr '\n' ' ')"

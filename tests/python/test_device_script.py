@@ -25,9 +25,11 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
                MPBENCH_CHECK_TESTS="test_core test_backends", MPBENCH_CHECK_TRAINING="--config tiny --steps 4",
                MPBENCH_CHECK_BUDGET_S="800")  # this machine is slow; the device's default is 330
     env.pop("MPBENCH_BIN", None)
+    tree_before = set(ROOT.iterdir())
     done = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "check.sh"), str(tmp_path)],
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert set(ROOT.iterdir()) == tree_before, "the check packs a local build outside the source tree"
     produced = sorted(p.name for p in tmp_path.iterdir())
     assert {"check.log", "result-quick.json", "result-transformer.json", "result-emulated.json",
             "result-profile.json", "trace-tiny.amp-bf16.json"} <= set(produced)
