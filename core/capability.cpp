@@ -17,7 +17,9 @@ std::string_view gemm_path_name(GemmPath path) {
 }
 
 nlohmann::json gemm_path_json(const GemmCapability& row) {
-  return {{"path", gemm_path_name(row.path)}, {"reason", row.reason}};
+  return {{"precision", gemm_precision_info(row.precision).name},
+          {"path", gemm_path_name(row.path)},
+          {"reason", row.reason}};
 }
 
 CapabilityTable::CapabilityTable(std::vector<GemmCapability> rows) : rows_(std::move(rows)) {
@@ -44,7 +46,8 @@ std::optional<std::string> CapabilityTable::unsupported(GemmPrecision precision)
 nlohmann::json CapabilityTable::to_json() const {
   nlohmann::json gemm = nlohmann::json::object();
   for (const GemmCapability& row : rows_)
-    gemm[std::string(gemm_precision_info(row.precision).name)] = gemm_path_json(row);
+    gemm[std::string(gemm_precision_info(row.precision).name)] = {{"path", gemm_path_name(row.path)},
+                                                                   {"reason", row.reason}};
   return {{"gemm", gemm}};
 }
 

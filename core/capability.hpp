@@ -29,7 +29,8 @@ struct GemmCapability {
   std::string reason;
 };
 
-// {"path": "converted", "reason": "..."}: how a case's GEMMs ran (details.gemm_path).
+// {"precision": "bf16", "path": "converted", "reason": "..."}: the GEMM precision a case ran and
+// how (details.gemm_path).
 nlohmann::json gemm_path_json(const GemmCapability& row);
 
 class CapabilityTable {

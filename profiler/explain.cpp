@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
+#include "profiler/verdict.hpp"
 
 namespace mpbench::profiler {
 
@@ -117,6 +118,11 @@ const json& member_or_null(const json& j, const char* key) {
   return j.is_object() && j.contains(key) ? j[key] : kNull;
 }
 
+std::string string_or(const json& j, const char* key, const std::string& otherwise) {
+  const json& v = member_or_null(j, key);
+  return v.is_string() ? v.get<std::string>() : otherwise;
+}
+
 Finding finding(std::string rule, std::string severity, std::string message, json evidence) {
   return {std::move(rule), std::move(severity), std::move(message), std::move(evidence)};
 }
@@ -157,9 +163,21 @@ void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
   }
 }
 
-// oneDNN names the ISA of the implementation it picked: bf16 without "bf16" in it has no bf16
-// hardware path (e.g. --cpu-isa avx512_core, or a CPU without AVX512-BF16/AMX).
+// A GEMM the CPU ran converted (details.gemm_path): fp32's matmul plus the conversions.
+void converted_gemm_rule(const CaseResult& c, std::vector<Finding>& out) {
+  const json& path = member_or_null(c.details, "gemm_path");
+  if (string_or(path, "path", "") != "converted") return;
+  out.push_back(finding("converted_gemm", "warning",
+                        fmt::format("{} ran converted: {}; it costs fp32's matmul plus the conversions", c.precision,
+                                    string_or(path, "reason", "no reason recorded")),
+                        {{"gemm_path", path}}));
+}
+
+// Documents without details.gemm_path: oneDNN names the ISA of the implementation it picked, and
+// bf16 without "bf16" in it has no bf16 hardware path (e.g. --cpu-isa avx512_core, or a CPU without
+// AVX512-BF16/AMX).
 void cpu_gemm_rules(const CaseResult& c, const ResultDocument& doc, std::vector<Finding>& out) {
+  if (c.details.contains("gemm_path")) return converted_gemm_rule(c, out);
   const json& algo = member_or_null(c.details, "algorithm");
   if (!algo.contains("implementation") || !algo["implementation"].is_string()) return;
   const auto impl = algo["implementation"].get<std::string>();
@@ -396,11 +414,6 @@ bool gemms_should_use_tensor_cores(const std::string& mode) {
   return mode == "tf32" || mode == "amp-fp16" || mode == "amp-bf16" || mode == "bf16";
 }
 
-std::string string_or(const json& j, const char* key, const std::string& otherwise) {
-  const json& v = member_or_null(j, key);
-  return v.is_string() ? v.get<std::string>() : otherwise;
-}
-
 // The ops' own record of the algorithm each distinct GEMM problem ran (details.gemm_algorithms,
 // from cuBLASLt's numerical implementation flags): exact where kernel names only suggest, and
 // there without --profile. What --tensor-cores (params.tensor_cores) kept off Tensor Cores is the
@@ -587,7 +600,7 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
   if (baseline_cases.empty())
     throw UsageError(fmt::format("no case ran in the baseline precision '{}': pick one that ran with --baseline",
                                  baseline));
-  Explanation out{baseline, {}, cast_rules(doc)};
+  Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc)};
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;
     if (c.precision == baseline) {
@@ -603,7 +616,8 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
 }
 
 json Explanation::to_json() const {
-  json j = {{"baseline", baseline}, {"cases", json::array()}, {"findings", json::array()}};
+  json j = {{"baseline", baseline}, {"verdict", json::array()}, {"cases", json::array()}, {"findings", json::array()}};
+  for (const auto& f : verdict) j["verdict"].push_back(finding_json(f));
   for (const auto& c : cases) {
     json jc = {{"id", c.id}, {"precision", c.precision}, {"speedup", c.speedup ? json(*c.speedup) : json()},
                {"findings", json::array()}};
@@ -617,6 +631,11 @@ json Explanation::to_json() const {
 
 std::string Explanation::to_text() const {
   std::string out = fmt::format("mpbench explain: speedups over {}\n\n", baseline);
+  if (!verdict.empty()) {
+    out += "verdict:\n";
+    append_findings(out, verdict, "    ");
+    out += "\n";
+  }
   for (const auto& c : cases) {
     const std::string headline = c.precision == baseline ? "the baseline"
                                  : c.speedup       ? fmt::format("{:.2f}x over {}", *c.speedup, baseline)

@@ -55,6 +55,8 @@ struct CaseExplanation {
 
 struct Explanation {
   std::string baseline;
+  // First: whether the device ran the low-precision GEMMs natively, and the run's figures.
+  std::vector<Finding> verdict;
   std::vector<CaseExplanation> cases;
   std::vector<Finding> findings;  // about the document as a whole (casts, ...)
 

@@ -1,5 +1,6 @@
 #include "backends/cpu/conversions.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -83,6 +84,17 @@ void narrow_from_f32(DType to, const float* source, void* destination, std::size
     case DType::e5m2: break;
   }
   throw std::logic_error("narrow_from_f32: GEMM results are fp32, fp16 or bf16");
+}
+
+void round_through(DType format, const float* source, float* destination, std::size_t n) {
+  if (format != DType::f16 && format != DType::bf16) throw std::logic_error("round_through: fp16 or bf16 only");
+  constexpr std::size_t kChunk = 1024;
+  std::array<std::uint16_t, kChunk> codes;
+  for (std::size_t first = 0; first < n; first += kChunk) {
+    const std::size_t count = std::min(kChunk, n - first);
+    narrow_from_f32(format, source + first, codes.data(), count);
+    widen_to_f32(format, codes.data(), destination + first, count);
+  }
 }
 
 }  // namespace mpbench::cpu

@@ -18,5 +18,8 @@ std::string element_loops_name();
 void widen_to_f32(DType from, const void* source, float* destination, std::size_t n);
 // destination[i] = source[i] rounded to nearest even in `to` (f32, f16 or bf16; inf past the range).
 void narrow_from_f32(DType to, const float* source, void* destination, std::size_t n);
+// destination[i] = source[i] rounded to `format` (f16 or bf16) and back: the value the format holds,
+// as fp32 (destination may be source). On one thread: for loops that already share the work out.
+void round_through(DType format, const float* source, float* destination, std::size_t n);
 
 }  // namespace mpbench::cpu

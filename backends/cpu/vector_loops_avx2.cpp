@@ -79,13 +79,17 @@ struct Fp32 {
   using Element = float;
 };
 
+// Below this many octets a loop runs on the calling thread: waking the team costs more than it
+// saves, and callers that already share work among threads convert a row at a time.
+constexpr std::size_t kThreadedOctets = 4096;
+
 // kernel(a + i, b + i, c + i) for i = 0, 8, 16, ... on all cores. The last n % 8 elements go
 // through zero-padded copies on the stack, so the vector code never reads or writes past the
 // buffers and no scalar conversion is needed.
 template <typename In, typename Out, typename Kernel>
 void for_each_octet(const In* a, const In* b, Out* c, std::size_t n, Kernel kernel) {
   const std::size_t octets = n / kLanes;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (octets >= kThreadedOctets)
   for (std::size_t v = 0; v < octets; ++v) kernel(a + v * kLanes, b + v * kLanes, c + v * kLanes);
   const std::size_t done = octets * kLanes, rest = n - done;
   if (rest == 0) return;
@@ -151,7 +155,7 @@ template <typename Format>
 double dot(const typename Format::Element* a, const typename Format::Element* b, std::size_t n) {
   const std::size_t octets = n / kLanes;
   double sum = 0;
-#pragma omp parallel reduction(+ : sum)
+#pragma omp parallel reduction(+ : sum) if (octets >= kThreadedOctets)
   {
     DoubleSums sums;
 #pragma omp for schedule(static)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "amp/formats.hpp"
+#include "backends/cpu/conversions.hpp"
 #include "backends/cpu/cpu_device.hpp"
 #include "core/error.hpp"
 
@@ -65,13 +66,17 @@ void in_chunks(std::size_t n, Body body) {
   }
 }
 
+// The CPU device layer's conversions (F16C and AVX2 where the CPU has them) for fp16: a scalar
+// fp16 conversion costs many times a copy, and amp-fp16 converts every activation.
+DType storage_dtype(Storage storage) { return storage == Storage::bf16 ? DType::bf16 : DType::f16; }
+
 // dst[i] = element first + i of the half tensor x.
 MPBENCH_WIDEST_SIMD void decode_values(ConstTensor<float> x, std::size_t first, std::size_t n, float* dst) {
   const std::uint16_t* codes = x.codes() + first;
   if (x.storage() == Storage::bf16) {
     for (std::size_t i = 0; i < n; ++i) dst[i] = num::bf16_bits_to_f32(codes[i]);
   } else {
-    for (std::size_t i = 0; i < n; ++i) dst[i] = num::f16_bits_to_f32(codes[i]);
+    cpu::widen_to_f32(storage_dtype(x.storage()), codes, dst, n);
   }
 }
 
@@ -81,7 +86,7 @@ MPBENCH_WIDEST_SIMD void encode_values(Tensor<float> x, std::size_t first, std::
   if (x.storage() == Storage::bf16) {
     for (std::size_t i = 0; i < n; ++i) codes[i] = num::f32_to_bf16_bits(values[i]);
   } else {
-    for (std::size_t i = 0; i < n; ++i) codes[i] = num::f32_to_f16_bits(values[i]);
+    cpu::narrow_from_f32(storage_dtype(x.storage()), values, codes, n);
   }
 }
 
@@ -143,6 +148,8 @@ template <num::Format F>
 void round_in_place(float* x, std::size_t n) {
   if constexpr (F == num::Format::bf16) {
     in_shares(n, [x](std::size_t first, std::size_t count) { round_to_bf16(x + first, count); });
+  } else if constexpr (F == num::Format::fp16) {
+    in_shares(n, [x](std::size_t first, std::size_t count) { cpu::round_through(DType::f16, x + first, x + first, count); });
   } else {
 #pragma omp parallel for simd schedule(static) if (worth_threads(n))
     for (std::size_t i = 0; i < n; ++i) x[i] = round_to_format(x[i], F);
@@ -168,12 +175,14 @@ inline float operand(float x, num::Format format) {
   return round_to_format(x, format);
 }
 
-// dst[i] = x[i] as a GEMM in `format` reads it (serial: called inside per-thread work).
+// dst[i] = x[i] as a GEMM in `format` reads it (serial: called inside per-thread work); dst may
+// be x.
 void load_operand(float* dst, const float* x, std::size_t n, num::Format format) {
   if (format == num::Format::fp32) {
-    std::memcpy(dst, x, n * sizeof(float));
+    if (dst != x) std::memcpy(dst, x, n * sizeof(float));
     return;
   }
+  if (format == num::Format::fp16) return cpu::round_through(DType::f16, x, dst, n);
   for (std::size_t i = 0; i < n; ++i) dst[i] = operand(x[i], format);
 }
 
@@ -207,7 +216,7 @@ void axpy(float* y, float s, const float* x, int n) {
   for (int i = 0; i < n; ++i) y[i] += s * x[i];
 }
 
-// Head h of sequence b: out and att from qkv. scratch: 3 T hs + hs floats.
+// Head h of sequence b: out and att from qkv. scratch: 3 T hs + hs + T floats.
 MPBENCH_WIDEST_SIMD void attention_head_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int b, int h,
                                                  int T, int C, int NH, num::Format in, float* scratch) {
   const int hs = C / NH;
@@ -217,6 +226,7 @@ MPBENCH_WIDEST_SIMD void attention_head_forward(Tensor<float> out, float* att, C
   float* k = q + head;
   float* v = k + head;
   float* y = v + head;
+  float* att_operand = y + hs;  // a row of att as the product with v reads it
   load_qkv_head(q, qkv, b, h, T, C, hs, in);
   for (int t = 0; t < T; ++t) {
     float* att_row = att + ((static_cast<std::size_t>(b) * NH + h) * T + t) * T;
@@ -231,7 +241,8 @@ MPBENCH_WIDEST_SIMD void attention_head_forward(Tensor<float> out, float* att, C
     for (int t2 = 0; t2 <= t; ++t2) att_row[t2] *= inverse;
     std::fill(att_row + t + 1, att_row + T, 0.0f);
     std::fill(y, y + hs, 0.0f);
-    for (int t2 = 0; t2 <= t; ++t2) axpy(y, operand(att_row[t2], in), v + static_cast<std::size_t>(t2) * hs, hs);
+    load_operand(att_operand, att_row, t + 1, in);
+    for (int t2 = 0; t2 <= t; ++t2) axpy(y, att_operand[t2], v + static_cast<std::size_t>(t2) * hs, hs);
     const std::size_t first = (static_cast<std::size_t>(b) * T + t) * C + h * hs;
     store_values(out, first, hs, y);
   }
@@ -239,7 +250,7 @@ MPBENCH_WIDEST_SIMD void attention_head_forward(Tensor<float> out, float* att, C
 
 // Head h of sequence b, per t: datt = dy v^T; dv += att^T dy; dscore = att * (datt - sum(att *
 // datt)) * scale; dq += dscore k; dk += dscore^T q. Operands of the four products in the GEMM input
-// format; the head's gradients are summed in scratch and added to dqkv once. scratch: 7 T hs + T.
+// format; the head's gradients are summed in scratch and added to dqkv once. scratch: 7 T hs + 3 T.
 MPBENCH_WIDEST_SIMD void attention_head_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv,
                                                   const float* att, int b, int h, int T, int C, int NH,
                                                   num::Format in, float* scratch) {
@@ -254,6 +265,8 @@ MPBENCH_WIDEST_SIMD void attention_head_backward(Tensor<float> dqkv, ConstTensor
   float* dk = dq + head;
   float* dv = dk + head;
   float* datt = dv + head;
+  float* att_operand = datt + T;     // a row of att as the product with dy reads it
+  float* dscore = att_operand + T;   // a row of the score gradients, then as the products read them
   load_qkv_head(q, qkv, b, h, T, C, hs, in);
   load_head(dy, dout, static_cast<std::size_t>(b) * T * C + h * hs, C, T, hs, in);
   std::fill(dq, dq + 3 * head, 0.0f);
@@ -261,15 +274,17 @@ MPBENCH_WIDEST_SIMD void attention_head_backward(Tensor<float> dqkv, ConstTensor
     const float* att_row = att + ((static_cast<std::size_t>(b) * NH + h) * T + t) * T;
     const float* dy_t = dy + static_cast<std::size_t>(t) * hs;
     float weighted = 0;
+    load_operand(att_operand, att_row, t + 1, in);
     for (int t2 = 0; t2 <= t; ++t2) {
       datt[t2] = dot(dy_t, v + static_cast<std::size_t>(t2) * hs, hs);
       weighted += att_row[t2] * datt[t2];
-      axpy(dv + static_cast<std::size_t>(t2) * hs, operand(att_row[t2], in), dy_t, hs);
+      axpy(dv + static_cast<std::size_t>(t2) * hs, att_operand[t2], dy_t, hs);
     }
+    for (int t2 = 0; t2 <= t; ++t2) dscore[t2] = att_row[t2] * (datt[t2] - weighted) * scale;
+    load_operand(dscore, dscore, t + 1, in);
     for (int t2 = 0; t2 <= t; ++t2) {
-      const float dscore = operand(att_row[t2] * (datt[t2] - weighted) * scale, in);
-      axpy(dq + static_cast<std::size_t>(t) * hs, dscore, k + static_cast<std::size_t>(t2) * hs, hs);
-      axpy(dk + static_cast<std::size_t>(t2) * hs, dscore, q + static_cast<std::size_t>(t) * hs, hs);
+      axpy(dq + static_cast<std::size_t>(t) * hs, dscore[t2], k + static_cast<std::size_t>(t2) * hs, hs);
+      axpy(dk + static_cast<std::size_t>(t2) * hs, dscore[t2], q + static_cast<std::size_t>(t) * hs, hs);
     }
   }
   for (int t = 0; t < T; ++t) {
@@ -561,7 +576,7 @@ void CpuTransformerOps::layernorm_backward(Tensor<float> dinp, float* dweight, f
 void CpuTransformerOps::attention_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int B, int T, int C,
                                           int NH) {
   const int hs = C / NH;
-  const std::size_t per_thread = 3 * static_cast<std::size_t>(T) * hs + hs;
+  const std::size_t per_thread = 3 * static_cast<std::size_t>(T) * hs + hs + T;
   float* buffers = scratch(per_thread_, per_thread * omp_get_max_threads());
   const num::Format in = gemm_input_format(precision_.gemm);
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * NH * T * T * hs))
@@ -574,7 +589,7 @@ void CpuTransformerOps::attention_forward(Tensor<float> out, float* att, ConstTe
 void CpuTransformerOps::attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv,
                                            const float* att, int B, int T, int C, int NH) {
   const int hs = C / NH;
-  const std::size_t per_thread = 7 * static_cast<std::size_t>(T) * hs + T;
+  const std::size_t per_thread = 7 * static_cast<std::size_t>(T) * hs + 3 * static_cast<std::size_t>(T);
   float* buffers = scratch(per_thread_, per_thread * omp_get_max_threads());
   const num::Format in = gemm_input_format(precision_.gemm);
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * NH * T * T * hs))

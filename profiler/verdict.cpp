@@ -1,0 +1,206 @@
+#include "profiler/verdict.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "profiler/breakdown.hpp"
+#include "profiler/classify.hpp"
+
+namespace mpbench::profiler {
+
+namespace {
+
+using nlohmann::json;
+
+struct PathSeen {
+  std::string path, reason;
+};
+
+// How each GEMM precision of the document ran, as its cases recorded it (the first case of each).
+std::map<std::string, PathSeen> gemm_paths(const ResultDocument& doc) {
+  std::map<std::string, PathSeen> paths;
+  for (const CaseResult& c : doc.cases) {
+    const json& g = c.details.contains("gemm_path") ? c.details["gemm_path"] : json();
+    if (!g.is_object() || !g.contains("precision") || !g["precision"].is_string() || !g.contains("path") ||
+        !g["path"].is_string())
+      continue;
+    paths.try_emplace(g["precision"].get<std::string>(), PathSeen{g["path"].get<std::string>(), g.value("reason", "")});
+  }
+  return paths;
+}
+
+std::vector<std::string> with_path(const std::map<std::string, PathSeen>& paths, const std::string& path) {
+  std::vector<std::string> out;
+  for (const auto& [precision, seen] : paths)
+    if (seen.path == path && precision != "fp32") out.push_back(precision);
+  return out;
+}
+
+std::string device_name(const ResultDocument& doc) {
+  const json& device = doc.env.contains("device") ? doc.env["device"] : json();
+  return device.is_object() && device.contains("name") && device["name"].is_string() ? device["name"].get<std::string>()
+                                                                                      : "this device";
+}
+
+bool on_gpu(const ResultDocument& doc) { return doc.run.value("device", std::string()) == "cuda"; }
+
+// The CPU flags that decide its low-precision paths, those it has.
+std::vector<std::string> present_cpu_flags(const ResultDocument& doc) {
+  std::vector<std::string> present;
+  const json& flags = doc.env.contains("cpu") && doc.env["cpu"].contains("flags") ? doc.env["cpu"]["flags"] : json();
+  if (!flags.is_object()) return present;
+  for (const auto& [flag, has] : flags.items())
+    if (has.is_boolean() && has.get<bool>()) present.push_back(flag);
+  return present;
+}
+
+Finding headline(const ResultDocument& doc, const std::map<std::string, PathSeen>& paths) {
+  const auto native = with_path(paths, "native"), converted = with_path(paths, "converted");
+  const auto unsupported = with_path(paths, "unsupported");
+  const std::string device = device_name(doc);
+  json evidence = {{"device", device}, {"native", native}, {"converted", converted}, {"unsupported", unsupported}};
+  std::string not_run = unsupported.empty() ? "" : fmt::format(" Not run here: {}.", fmt::join(unsupported, ", "));
+  if (on_gpu(doc)) {
+    const std::string message =
+        native.empty() ? fmt::format("{} runs none of the document's low-precision GEMMs on Tensor Cores.{}", device,
+                                     not_run)
+                       : fmt::format("{} runs its {} GEMMs on Tensor Cores: mixed precision can make them faster.{}",
+                                     device, fmt::join(native, ", "), not_run);
+    return {"verdict", native.empty() ? "warning" : "info", message, evidence};
+  }
+  evidence["cpu_flags"] = present_cpu_flags(doc);
+  if (native.empty() && !converted.empty()) {
+    const std::string& why = paths.at(converted.front()).reason;
+    return {"verdict", "warning",
+            fmt::format("mixed precision cannot make {}'s GEMMs faster: its {} GEMMs run converted to fp32 ({}). "
+                        "AVX512-BF16 (AMD Zen 4, Intel Cooper Lake and later), AMX (Intel Sapphire Rapids and later) "
+                        "or a GPU with Tensor Cores would run bf16 GEMMs natively.{}",
+                        device, fmt::join(converted, ", "), why, not_run),
+            evidence};
+  }
+  std::string message = native.empty() ? fmt::format("{} ran no low-precision GEMM.{}", device, not_run)
+                                       : fmt::format("{} runs its {} GEMMs natively ({}): mixed precision can make "
+                                                     "them faster.",
+                                                     device, fmt::join(native, ", "), paths.at(native.front()).reason);
+  if (!native.empty() && !converted.empty())
+    message += fmt::format(" Its {} GEMMs run converted to fp32, no faster than fp32's.", fmt::join(converted, ", "));
+  if (!native.empty()) message += not_run;
+  return {"verdict", "info", message, evidence};
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+const CaseResult* find_case(const ResultDocument& doc, const Speedup& s, const std::string& precision) {
+  for (const CaseResult& c : doc.cases)
+    if (c.suite == s.suite && c.name == s.name && c.backend == s.backend && c.precision == precision) return &c;
+  return nullptr;
+}
+
+// Seconds per step of the GEMM categories and of everything else, from a case's breakdown.
+std::pair<double, double> gemm_and_rest(const CaseResult& c) {
+  double gemm = 0, rest = 0;
+  if (!c.details.contains("breakdown")) return {0, 0};
+  for (const auto& [name, seconds] : breakdown_categories(c.details["breakdown"])) {
+    const auto category = parse_category(name);
+    (category && is_gemm(*category) ? gemm : rest) += seconds;
+  }
+  return {gemm, rest};
+}
+
+std::string path_of(const CaseResult& c) {
+  const json& g = c.details.contains("gemm_path") ? c.details["gemm_path"] : json();
+  return g.is_object() && g.contains("path") && g["path"].is_string() ? g["path"].get<std::string>() : "";
+}
+
+// Each trained mode against the baseline, split into its GEMMs and the rest where it was timed.
+void training_figures(const ResultDocument& doc, const std::string& baseline, std::vector<Finding>& out) {
+  for (const Speedup& s : doc.speedups) {
+    if (s.suite != "transformer" || s.baseline != baseline) continue;
+    const CaseResult* mode = find_case(doc, s, s.precision);
+    const CaseResult* base = find_case(doc, s, baseline);
+    std::string message = fmt::format("{} trains at {:.2f}x {}'s speed per step", s.precision, s.value, baseline);
+    json evidence = {{"case", s.name}, {"speedup", s.value}};
+    if (mode && base) {
+      const auto [gemm, rest] = gemm_and_rest(*mode);
+      const auto [base_gemm, base_rest] = gemm_and_rest(*base);
+      if (gemm > 0 && rest > 0 && base_gemm > 0 && base_rest > 0) {
+        message += fmt::format(": its GEMMs {:.2f}x ({}), everything else {:.2f}x", base_gemm / gemm, path_of(*mode),
+                               base_rest / rest);
+        evidence["gemm_speedup"] = base_gemm / gemm;
+        evidence["rest_speedup"] = base_rest / rest;
+      }
+    }
+    out.push_back({"verdict_training", s.value < 1 ? "warning" : "info", message, evidence});
+  }
+}
+
+// The median speedup of each precision of one suite over the baseline.
+std::map<std::string, std::vector<double>> speedups_by_precision(const ResultDocument& doc, const std::string& suite,
+                                                                 const std::string& baseline) {
+  std::map<std::string, std::vector<double>> by_precision;
+  for (const Speedup& s : doc.speedups)
+    if (s.suite == suite && s.baseline == baseline && s.value > 0) by_precision[s.precision].push_back(s.value);
+  return by_precision;
+}
+
+void gemm_figures(const ResultDocument& doc, const std::map<std::string, PathSeen>& paths, const std::string& baseline,
+                  std::vector<Finding>& out) {
+  for (const auto& [precision, values] : speedups_by_precision(doc, "gemm", baseline)) {
+    const double m = median(values);
+    const auto path = paths.find(precision);
+    const std::string how = path == paths.end() ? "" : fmt::format(", {}", path->second.path);
+    out.push_back({"verdict_gemm", m < 1 ? "warning" : "info",
+                   fmt::format("{} GEMMs: {:.2f}x over {} (median of {} shapes{})", precision, m, baseline,
+                               values.size(), how),
+                   {{"precision", precision}, {"median_speedup", m}, {"cases", values.size()}}});
+  }
+}
+
+// Memory-bound kernels move half the bytes in 16 bits: at best 2x, on every device.
+void bandwidth_figures(const ResultDocument& doc, const std::string& baseline, std::vector<Finding>& out) {
+  for (const auto& [precision, values] : speedups_by_precision(doc, "bandwidth", baseline)) {
+    const double m = median(values);
+    out.push_back({"verdict_memory_bound", m < 1 ? "warning" : "info",
+                   fmt::format("memory-bound kernels in {}: {:.2f}x over {} (median of {} bandwidth cases; half the "
+                               "bytes allow 2x)",
+                               precision, m, baseline, values.size()),
+                   {{"precision", precision}, {"median_speedup", m}, {"cases", values.size()}}});
+  }
+}
+
+void cast_figures(const ResultDocument& doc, std::vector<Finding>& out) {
+  std::vector<double> pct_of_copy;
+  for (const CaseResult& c : doc.cases)
+    if (c.suite == "cast" && c.status == CaseStatus::ok && c.params.value("kernel", "") != "copy" &&
+        c.rates.contains("pct_of_copy") && c.rates["pct_of_copy"].is_number())
+      pct_of_copy.push_back(c.rates["pct_of_copy"].get<double>());
+  if (pct_of_copy.empty()) return;
+  const double m = median(pct_of_copy);
+  out.push_back({"verdict_casts", "info",
+                 fmt::format("a conversion runs at {:.0f}% of a copy of the same elements (median of {} casts): each "
+                             "cast in a mixed-precision step costs about {:.1f} copies",
+                             m, pct_of_copy.size(), m > 0 ? 100.0 / m : 0.0),
+                 {{"median_pct_of_copy", m}, {"cases", pct_of_copy.size()}}});
+}
+
+}  // namespace
+
+std::vector<Finding> verdict(const ResultDocument& doc, const std::string& baseline) {
+  const auto paths = gemm_paths(doc);
+  if (paths.empty()) return {};
+  std::vector<Finding> out{headline(doc, paths)};
+  training_figures(doc, baseline, out);
+  gemm_figures(doc, paths, baseline, out);
+  bandwidth_figures(doc, baseline, out);
+  cast_figures(doc, out);
+  return out;
+}
+
+}  // namespace mpbench::profiler

@@ -1,0 +1,18 @@
+#pragma once
+// The verdict `explain` opens with: whether the device ran the document's low-precision GEMMs
+// natively (so mixed precision can make them faster), converted to fp32 or not at all, what
+// hardware would run them natively, and what the run measured mixed precision gaining or losing
+// all the same (per mode, per GEMM precision, memory-bound kernels at half the bytes, casts).
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "profiler/explain.hpp"
+
+namespace mpbench::profiler {
+
+// Empty when no case records how its GEMMs ran (details.gemm_path): a document of memory-bound
+// suites only, or one written before mpbench recorded it.
+std::vector<Finding> verdict(const ResultDocument& document, const std::string& baseline);
+
+}  // namespace mpbench::profiler
