@@ -183,9 +183,9 @@ nlohmann::json describe_algorithm(const cublasLtMatmulHeuristicResult_t& result,
 
 class CublasLtGemm final : public PreparedOp {
  public:
-  CublasLtGemm(const GemmContext& context, GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
-               const DeviceBuffer& b, DeviceBuffer& c)
-      : context_(context), a_(a.data()), b_(b.data()), c_(c.data()), types_(lt_types(precision)),
+  CublasLtGemm(std::shared_ptr<CudaDevice> device, GemmPrecision precision, const GemmShape& shape,
+               const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c)
+      : device_(std::move(device)), a_(a.data()), b_(b.data()), c_(c.data()), types_(lt_types(precision)),
         desc_(create_matmul_desc(types_)),
         // Row-major C[m,n] = A[m,k] B[n,k]^T is column-major C^T[n,m] = op(B)[n,k] A^T[k,m]: cuBLAS's
         // first operand is B read transposed, its second is A as stored ("TN").
@@ -195,7 +195,7 @@ class CublasLtGemm final : public PreparedOp {
     configure_desc(precision);
     const cublasLtMatmulHeuristicResult_t best = best_algorithm_with_fallback(precision, shape);
     algo_ = best.algo;
-    details_.update(describe_algorithm(best, context_.workspace_bytes));
+    details_.update(describe_algorithm(best, device_->workspace_bytes()));
     details_["library"] = "cuBLASLt";
     details_["heuristic"] = "first result of cublasLtMatmulAlgoGetHeuristic";
     details_["layout"] = "TN";
@@ -207,10 +207,10 @@ class CublasLtGemm final : public PreparedOp {
   }
 
   void run() override {
-    check(cudaSetDevice(context_.device), "cudaSetDevice");
-    check(cublasLtMatmul(context_.handle, desc_.get(), alpha(), b_, first_layout_.get(), a_, second_layout_.get(),
-                         beta(), c_, output_layout_.get(), c_, output_layout_.get(), &algo_, context_.workspace,
-                         context_.workspace_bytes, context_.stream),
+    device_->activate();
+    check(cublasLtMatmul(device_->lt_handle(), desc_.get(), alpha(), b_, first_layout_.get(), a_,
+                         second_layout_.get(), beta(), c_, output_layout_.get(), c_, output_layout_.get(), &algo_,
+                         device_->workspace(), device_->workspace_bytes(), device_->stream()),
           "cublasLtMatmul");
   }
 
@@ -239,8 +239,8 @@ class CublasLtGemm final : public PreparedOp {
     set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T, "TRANSA");
     set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N, "TRANSB");
     if (precision == GemmPrecision::fp8_e4m3) {
-      set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, context_.unit_scale, "A_SCALE_POINTER");
-      set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, context_.unit_scale, "B_SCALE_POINTER");
+      set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, device_->unit_scale(), "A_SCALE_POINTER");
+      set_desc(desc_.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, device_->unit_scale(), "B_SCALE_POINTER");
     }
   }
 
@@ -250,13 +250,13 @@ class CublasLtGemm final : public PreparedOp {
     cublasLtMatmulPreference_t raw = nullptr;
     check(cublasLtMatmulPreferenceCreate(&raw), "cublasLtMatmulPreferenceCreate");
     const LtOwner<cublasLtMatmulPreference_t> preference{raw, &cublasLtMatmulPreferenceDestroy};
-    const std::uint64_t limit = context_.workspace_bytes;
+    const std::uint64_t limit = device_->workspace_bytes();
     check(cublasLtMatmulPreferenceSetAttribute(raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit, sizeof limit),
           "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
     const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(context_.handle, desc_.get(), first_layout_.get(), second_layout_.get(),
+        cublasLtMatmulAlgoGetHeuristic(device_->lt_handle(), desc_.get(), first_layout_.get(), second_layout_.get(),
                                        output_layout_.get(), output_layout_.get(), raw, 1, &result, &returned);
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned == 0)) return std::nullopt;
     check(status, "cublasLtMatmulAlgoGetHeuristic");
@@ -268,7 +268,7 @@ class CublasLtGemm final : public PreparedOp {
   const void* alpha() const { return types_.scale == CUDA_R_16F ? static_cast<const void*>(&alpha_f16_) : &alpha_f32_; }
   const void* beta() const { return types_.scale == CUDA_R_16F ? static_cast<const void*>(&beta_f16_) : &beta_f32_; }
 
-  GemmContext context_;
+  std::shared_ptr<CudaDevice> device_;
   const void* a_;
   const void* b_;
   void* c_;
@@ -287,15 +287,11 @@ class CublasLtGemm final : public PreparedOp {
 
 }  // namespace
 
-std::size_t cublaslt_workspace_bytes(int compute_capability_major) {
-  return (compute_capability_major >= 9 ? 32u : 4u) << 20;
-}
-
-std::unique_ptr<PreparedOp> make_cublaslt_gemm(const GemmContext& context, GemmPrecision precision,
+std::unique_ptr<PreparedOp> make_cublaslt_gemm(std::shared_ptr<CudaDevice> device, GemmPrecision precision,
                                                const GemmShape& shape, const DeviceBuffer& a, const DeviceBuffer& b,
                                                DeviceBuffer& c) {
   check_request(precision, shape, a, b, c);
-  return std::make_unique<CublasLtGemm>(context, precision, shape, a, b, c);
+  return std::make_unique<CublasLtGemm>(std::move(device), precision, shape, a, b, c);
 }
 
 }  // namespace mpbench::cuda

@@ -1,6 +1,7 @@
-// What only the CUDA backend has: its environment record (runs without a GPU), the per-thread
-// kernel bodies run thread by thread on the host (without a GPU), cuBLASLt's algorithm record,
-// pinned host transfers and out-of-memory handling (GPU; skipped with the reason otherwise).
+// What only the CUDA backend has: its environment record, the capability table and the
+// per-thread kernel bodies run thread by thread on the host (all without a GPU), cuBLASLt's
+// algorithm record, pinned host transfers and out-of-memory handling (GPU; skipped with the reason
+// otherwise).
 // Agreement with the reference on every op is the backend conformance test's job.
 #include <cublasLt.h>
 #include <gtest/gtest.h>
@@ -13,8 +14,10 @@
 #include <vector>
 
 #include "amp/formats.hpp"
+#include "backends/cuda/capabilities.hpp"
 #include "backends/cuda/cublaslt_names.hpp"
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/kernel_bodies.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
@@ -63,6 +66,74 @@ TEST(CudaBackendFactory, WithoutGpuNamesTheReason) {
     FAIL() << "make_backend(0) succeeded without a GPU";
   } catch (const UsageError& error) {
     EXPECT_NE(std::string(error.what()).find(*reason), std::string::npos) << error.what();
+  }
+}
+
+TEST(CudaDeviceFactory, RejectsIndicesOutOfRange) {
+  EXPECT_THROW(cuda::make_device(-1), UsageError);
+  EXPECT_THROW(cuda::make_device(1 << 20), UsageError);
+}
+
+TEST(CudaDeviceFactory, WithoutGpuNamesTheReason) {
+  const auto reason = cuda::unavailable_reason();
+  if (!reason) GTEST_SKIP() << "a GPU is present";
+  try {
+    cuda::make_device(0);
+    FAIL() << "make_device(0) succeeded without a GPU";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find(*reason), std::string::npos) << error.what();
+  }
+}
+
+TEST(CudaDevice, WorkspaceIsCublasLtsRecommendation) {
+  EXPECT_EQ(cuda::cublaslt_workspace_bytes(7), std::size_t{4} << 20);
+  EXPECT_EQ(cuda::cublaslt_workspace_bytes(8), std::size_t{4} << 20);
+  EXPECT_EQ(cuda::cublaslt_workspace_bytes(9), std::size_t{32} << 20);
+  EXPECT_EQ(cuda::cublaslt_workspace_bytes(10), std::size_t{32} << 20);
+}
+
+// ---- capability table, from a hand-built DeviceInfo: no GPU needed ----------------------------
+
+DeviceInfo gpu_info(const char* name, int major, int minor) {
+  DeviceInfo info;
+  info.backend = "cuda";
+  info.name = name;
+  info.compute_capability_major = major;
+  info.compute_capability_minor = minor;
+  return info;
+}
+
+TEST(CudaCapabilities, TuringT4RunsFp16NativelyAndNeitherBf16NorTf32NorFp8) {
+  const CapabilityTable table = cuda::gpu_capabilities(gpu_info("Tesla T4", 7, 5));
+  for (GemmPrecision native : {GemmPrecision::fp32, GemmPrecision::fp16, GemmPrecision::fp16_acc16})
+    EXPECT_EQ(table.path(native), GemmPath::native) << gemm_precision_info(native).name;
+  for (GemmPrecision missing : {GemmPrecision::tf32, GemmPrecision::bf16, GemmPrecision::fp8_e4m3}) {
+    const auto reason = table.unsupported(missing);
+    ASSERT_TRUE(reason.has_value()) << gemm_precision_info(missing).name;
+    EXPECT_EQ(table.path(missing), GemmPath::unsupported);
+    EXPECT_NE(reason->find("Tesla T4 is 7.5"), std::string::npos) << *reason;
+    EXPECT_NE(reason->find(missing == GemmPrecision::fp8_e4m3 ? "8.9 or newer" : "8.0 or newer"), std::string::npos)
+        << *reason;
+  }
+  EXPECT_NE(table.gemm(GemmPrecision::fp32).reason.find("PEDANTIC"), std::string::npos)
+      << table.gemm(GemmPrecision::fp32).reason;
+}
+
+TEST(CudaCapabilities, AmpereA100LacksOnlyFp8) {
+  const CapabilityTable table = cuda::gpu_capabilities(gpu_info("NVIDIA A100-SXM4-80GB", 8, 0));
+  for (const GemmCapability& row : table.rows())
+    EXPECT_EQ(row.path, row.precision == GemmPrecision::fp8_e4m3 ? GemmPath::unsupported : GemmPath::native)
+        << gemm_precision_info(row.precision).name << ": " << row.reason;
+}
+
+TEST(CudaCapabilities, AdaAndHopperRunEveryPrecisionNatively) {
+  for (const DeviceInfo& gpu : {gpu_info("NVIDIA L4", 8, 9), gpu_info("NVIDIA H200", 9, 0)}) {
+    const CapabilityTable table = cuda::gpu_capabilities(gpu);
+    ASSERT_EQ(table.rows().size(), gemm_precisions().size()) << gpu.name;
+    for (const GemmCapability& row : table.rows()) {
+      EXPECT_EQ(row.path, GemmPath::native) << gpu.name << " " << gemm_precision_info(row.precision).name;
+      EXPECT_FALSE(table.unsupported(row.precision).has_value()) << gpu.name;
+    }
   }
 }
 
