@@ -7,6 +7,7 @@
 
 #include "workloads/cpu/cpu_ops.hpp"
 #if MPBENCH_HAVE_CUDA
+#include "backends/cuda/cuda_backend.hpp"
 #include "workloads/cuda/cuda_ops.hpp"
 #endif
 
@@ -15,8 +16,9 @@ namespace mpbench::cli {
 std::unique_ptr<workloads::TransformerOps<float>> make_transformer_ops(const Backend& backend,
                                                                       workloads::TensorCorePolicy tensor_cores) {
 #if MPBENCH_HAVE_CUDA
-  if (backend.device().backend == "cuda") {
-    auto ops = std::make_unique<workloads::CudaTransformerOps>(backend.device().index);
+  // On the backend's own device context: the suites and the Transformer share its stream and workspace.
+  if (const auto* gpu = dynamic_cast<const cuda::CudaBackend*>(&backend)) {
+    auto ops = std::make_unique<workloads::CudaTransformerOps>(gpu->device_context());
     ops->set_tensor_core_policy(tensor_cores);
     return ops;
   }

@@ -1,6 +1,7 @@
-// What only the CUDA backend has: its environment record (runs without a GPU), the per-thread
-// kernel bodies run thread by thread on the host (without a GPU), cuBLASLt's algorithm record,
-// pinned host transfers and out-of-memory handling (GPU; skipped with the reason otherwise).
+// What only the CUDA backend has: its environment record, the capability table, the cuBLASLt
+// wrapper's problem arithmetic and the per-thread kernel bodies run thread by thread on the host
+// (all without a GPU), cuBLASLt's algorithm record, pinned host transfers and out-of-memory
+// handling (GPU; skipped with the reason otherwise).
 // Agreement with the reference on every op is the backend conformance test's job.
 #include <cublasLt.h>
 #include <gtest/gtest.h>
@@ -13,8 +14,11 @@
 #include <vector>
 
 #include "amp/formats.hpp"
+#include "backends/cuda/capabilities.hpp"
+#include "backends/cuda/cublaslt_gemm.hpp"
 #include "backends/cuda/cublaslt_names.hpp"
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/kernel_bodies.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
@@ -64,6 +68,135 @@ TEST(CudaBackendFactory, WithoutGpuNamesTheReason) {
   } catch (const UsageError& error) {
     EXPECT_NE(std::string(error.what()).find(*reason), std::string::npos) << error.what();
   }
+}
+
+TEST(CudaDeviceFactory, RejectsIndicesOutOfRange) {
+  EXPECT_THROW(cuda::make_device(-1), UsageError);
+  EXPECT_THROW(cuda::make_device(1 << 20), UsageError);
+}
+
+TEST(CudaDeviceFactory, WithoutGpuNamesTheReason) {
+  const auto reason = cuda::unavailable_reason();
+  if (!reason) GTEST_SKIP() << "a GPU is present";
+  try {
+    cuda::make_device(0);
+    FAIL() << "make_device(0) succeeded without a GPU";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find(*reason), std::string::npos) << error.what();
+  }
+}
+
+TEST(CudaDevice, WorkspaceIsCublasLtsRecommendation) {
+  EXPECT_EQ(cuda::cublaslt_workspace_bytes(7), std::size_t{4} << 20);
+  EXPECT_EQ(cuda::cublaslt_workspace_bytes(8), std::size_t{4} << 20);
+  EXPECT_EQ(cuda::cublaslt_workspace_bytes(9), std::size_t{32} << 20);
+  EXPECT_EQ(cuda::cublaslt_workspace_bytes(10), std::size_t{32} << 20);
+}
+
+// ---- capability table, from a hand-built DeviceInfo: no GPU needed ----------------------------
+
+DeviceInfo gpu_info(const char* name, int major, int minor) {
+  DeviceInfo info;
+  info.backend = "cuda";
+  info.name = name;
+  info.compute_capability_major = major;
+  info.compute_capability_minor = minor;
+  return info;
+}
+
+TEST(CudaCapabilities, TuringT4RunsFp16NativelyAndNeitherBf16NorTf32NorFp8) {
+  const CapabilityTable table = cuda::gpu_capabilities(gpu_info("Tesla T4", 7, 5));
+  for (GemmPrecision native : {GemmPrecision::fp32, GemmPrecision::fp16, GemmPrecision::fp16_acc16})
+    EXPECT_EQ(table.path(native), GemmPath::native) << gemm_precision_info(native).name;
+  for (GemmPrecision missing : {GemmPrecision::tf32, GemmPrecision::bf16, GemmPrecision::fp8_e4m3}) {
+    const auto reason = table.unsupported(missing);
+    ASSERT_TRUE(reason.has_value()) << gemm_precision_info(missing).name;
+    EXPECT_EQ(table.path(missing), GemmPath::unsupported);
+    EXPECT_NE(reason->find("Tesla T4 is 7.5"), std::string::npos) << *reason;
+    EXPECT_NE(reason->find(missing == GemmPrecision::fp8_e4m3 ? "8.9 or newer" : "8.0 or newer"), std::string::npos)
+        << *reason;
+  }
+  EXPECT_NE(table.gemm(GemmPrecision::fp32).reason.find("PEDANTIC"), std::string::npos)
+      << table.gemm(GemmPrecision::fp32).reason;
+}
+
+TEST(CudaCapabilities, AmpereA100LacksOnlyFp8) {
+  const CapabilityTable table = cuda::gpu_capabilities(gpu_info("NVIDIA A100-SXM4-80GB", 8, 0));
+  for (const GemmCapability& row : table.rows())
+    EXPECT_EQ(row.path, row.precision == GemmPrecision::fp8_e4m3 ? GemmPath::unsupported : GemmPath::native)
+        << gemm_precision_info(row.precision).name << ": " << row.reason;
+}
+
+TEST(CudaCapabilities, AdaAndHopperRunEveryPrecisionNatively) {
+  for (const DeviceInfo& gpu : {gpu_info("NVIDIA L4", 8, 9), gpu_info("NVIDIA H200", 9, 0)}) {
+    const CapabilityTable table = cuda::gpu_capabilities(gpu);
+    ASSERT_EQ(table.rows().size(), gemm_precisions().size()) << gpu.name;
+    for (const GemmCapability& row : table.rows()) {
+      EXPECT_EQ(row.path, GemmPath::native) << gpu.name << " " << gemm_precision_info(row.precision).name;
+      EXPECT_FALSE(table.unsupported(row.precision).has_value()) << gpu.name;
+    }
+  }
+}
+
+// ---- the cuBLASLt wrapper's problem arithmetic: no GPU needed ---------------------------------
+
+const void* address(std::uintptr_t value) { return reinterpret_cast<const void*>(value); }
+
+TEST(CublasLtProblem, AlignmentIsTheLargestPowerOfTwoEveryMatrixStartsOn) {
+  EXPECT_EQ(cuda::matmul_alignment(address(0x10000), 4096, 1, 0), 256u) << "capped at cuBLASLt's default";
+  EXPECT_EQ(cuda::matmul_alignment(address(0x10002), 4096, 1, 0), 2u) << "an offset pointer";
+  EXPECT_EQ(cuda::matmul_alignment(address(0x10000), 8190, 1, 0), 2u) << "an odd leading dimension in fp16";
+  EXPECT_EQ(cuda::matmul_alignment(address(0x10000), 4096, 1, 24), 256u) << "one matrix: no stride";
+  EXPECT_EQ(cuda::matmul_alignment(address(0x10000), 4096, 3, 24), 8u) << "a batch strides 24 bytes";
+  EXPECT_EQ(cuda::matmul_alignment(address(0x10040), 4096, 3, 1 << 20), 64u);
+}
+
+TEST(CublasLtProblem, AlignmentsCountTheInputAndOutputTypesBytes) {
+  cuda::MatmulProblem problem;
+  problem.precision = GemmPrecision::bf16;
+  problem.output = DType::f32;
+  problem.m = 11, problem.n = 5, problem.k = 16;
+  problem.lda = 11, problem.ldb = 16, problem.ldd = 11;
+  const cuda::MatmulProblem aligned = cuda::with_alignments(problem, address(0x1000), address(0x2000), address(0x3000));
+  EXPECT_EQ(aligned.align_a, 2u) << "11 bf16 values per column";
+  EXPECT_EQ(aligned.align_b, 32u) << "16 bf16 values per column";
+  EXPECT_EQ(aligned.align_d, 4u) << "11 fp32 values per column";
+  problem.precision = GemmPrecision::fp32;
+  EXPECT_EQ(cuda::with_alignments(problem, address(0x1000), address(0x2000), address(0x3000)).align_b, 64u);
+}
+
+TEST(CublasLtProblem, NamesItselfInCublasTerms) {
+  cuda::MatmulProblem problem;
+  problem.precision = GemmPrecision::bf16;
+  problem.transpose_a = true;
+  problem.m = 64, problem.n = 16, problem.k = 64, problem.batch = 12;
+  EXPECT_EQ(cuda::problem_text(problem), "bf16 GEMM m=64 n=16 k=64 batch=12 op(A)=T op(B)=N");
+}
+
+std::vector<std::string> compute_names(GemmPrecision precision, bool cuda_cores_only) {
+  cuda::MatmulProblem problem;
+  problem.precision = precision;
+  problem.cuda_cores_only = cuda_cores_only;
+  std::vector<std::string> names;
+  for (cublasComputeType_t compute : cuda::compute_types_to_try(problem))
+    names.emplace_back(cuda::compute_type_name(compute));
+  return names;
+}
+
+TEST(CublasLtProblem, TriesThePrecisionsComputeTypeThenTheFallbacks) {
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(compute_names(GemmPrecision::fp32, false), (Names{"CUBLAS_COMPUTE_32F_PEDANTIC", "CUBLAS_COMPUTE_32F"}));
+  EXPECT_EQ(compute_names(GemmPrecision::fp32, true), (Names{"CUBLAS_COMPUTE_32F_PEDANTIC", "CUBLAS_COMPUTE_32F"}));
+  EXPECT_EQ(compute_names(GemmPrecision::tf32, false), (Names{"CUBLAS_COMPUTE_32F_FAST_TF32"}));
+  EXPECT_EQ(compute_names(GemmPrecision::tf32, true),
+            (Names{"CUBLAS_COMPUTE_32F_FAST_TF32", "CUBLAS_COMPUTE_32F_PEDANTIC"}));
+  for (GemmPrecision half : {GemmPrecision::fp16, GemmPrecision::bf16}) {
+    EXPECT_EQ(compute_names(half, false), (Names{"CUBLAS_COMPUTE_32F"}));
+    EXPECT_EQ(compute_names(half, true), (Names{"CUBLAS_COMPUTE_32F", "CUBLAS_COMPUTE_32F_PEDANTIC"}));
+  }
+  EXPECT_EQ(compute_names(GemmPrecision::fp8_e4m3, false), (Names{"CUBLAS_COMPUTE_32F"}));
+  // fp16 accumulation has no pedantic counterpart: it would accumulate in fp32.
+  EXPECT_EQ(compute_names(GemmPrecision::fp16_acc16, true), (Names{"CUBLAS_COMPUTE_16F"}));
 }
 
 TEST(CublasLtNames, NameTheHeadersEnumValues) {

@@ -1,20 +1,13 @@
 #include "workloads/cuda/cuda_ops.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <tuple>
 #include <vector>
 
-#include "backends/cuda/capabilities.hpp"
 #include "backends/cuda/check.hpp"
-#include "backends/cuda/device_query.hpp"
-#include "backends/cuda/cublaslt_gemm.hpp"
-#include "backends/cuda/cuda_backend.hpp"
 #include "core/error.hpp"
 
 namespace mpbench::workloads {
@@ -23,261 +16,80 @@ using cuda::check;
 
 namespace {
 
-std::string gibibytes(std::size_t bytes) { return fmt::format("{:.2f} GiB", bytes / double(1ull << 30)); }
-
 bool is_half(num::Format format) { return format == num::Format::fp16 || format == num::Format::bf16; }
 
-cudaDataType_t lt_input_type(GemmPrecision precision) {
-  switch (precision) {
-    case GemmPrecision::fp16: return CUDA_R_16F;
-    case GemmPrecision::bf16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
+std::shared_ptr<cuda::CudaDevice> non_null(std::shared_ptr<cuda::CudaDevice> device) {
+  if (!device) throw UsageError("the CUDA Transformer ops need a GPU's device context, got none");
+  return device;
 }
 
-// fp32 is pedantic: no Tensor Cores, no TF32, the baseline of every speedup.
-cublasComputeType_t lt_compute_type(GemmPrecision precision) {
-  switch (precision) {
-    case GemmPrecision::fp32: return CUBLAS_COMPUTE_32F_PEDANTIC;
-    case GemmPrecision::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
-    default: return CUBLAS_COMPUTE_32F;
-  }
-}
-
-const char* compute_type_name(cublasComputeType_t compute) {
-  switch (compute) {
-    case CUBLAS_COMPUTE_32F_PEDANTIC: return "CUBLAS_COMPUTE_32F_PEDANTIC";
-    case CUBLAS_COMPUTE_32F_FAST_TF32: return "CUBLAS_COMPUTE_32F_FAST_TF32";
-    case CUBLAS_COMPUTE_32F: return "CUBLAS_COMPUTE_32F";
-    default: return "another compute type";
-  }
-}
-
-template <typename Handle>
-using LtOwner = std::unique_ptr<std::remove_pointer_t<Handle>, cublasStatus_t (*)(Handle)>;
-
-// A column-major rows x cols matrix with leading dimension ld; `batch` of them `stride` elements apart.
-LtOwner<cublasLtMatrixLayout_t> create_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols,
-                                               std::int64_t ld, int batch, std::int64_t stride) {
-  cublasLtMatrixLayout_t layout = nullptr;
-  check(cublasLtMatrixLayoutCreate(&layout, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), ld),
-        "cublasLtMatrixLayoutCreate");
-  LtOwner<cublasLtMatrixLayout_t> owner{layout, &cublasLtMatrixLayoutDestroy};
-  if (batch > 1) {
-    const std::int32_t count = batch;
-    check(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
-          "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
-    check(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
-          "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
-  }
-  return owner;
-}
-
-// The alignment, up to 256 bytes, that every matrix of a (batched) operand has: cuBLASLt's
-// heuristic assumes 256 unless told, and the weights live at arbitrary offsets of one buffer.
-std::uint32_t alignment(const void* p, std::int64_t ld_bytes, int batch, std::int64_t stride_bytes) {
-  std::uint64_t bits = reinterpret_cast<std::uintptr_t>(p) | static_cast<std::uint64_t>(ld_bytes) | 256u;
-  if (batch > 1) bits |= static_cast<std::uint64_t>(stride_bytes);
-  return static_cast<std::uint32_t>(bits & (~bits + 1));
-}
-
-// One cuBLASLt problem: everything the descriptors and the heuristic's choice depend on.
-struct GemmKey {
-  GemmPrecision precision;
-  bool transpose_a, transpose_b;
-  std::int64_t m, n, k, lda, ldb, ldd;
-  int batch;
-  std::int64_t stride_a, stride_b, stride_d;
-  std::uint32_t align_a, align_b, align_d;
-  bool cuda_cores_only;  // the Tensor Core policy keeps this GEMM off Tensor Cores
-  auto operator<=>(const GemmKey&) const = default;
-};
-
-struct GemmPlan {
-  LtOwner<cublasLtMatmulDesc_t> desc{nullptr, &cublasLtMatmulDescDestroy};
-  LtOwner<cublasLtMatrixLayout_t> a{nullptr, &cublasLtMatrixLayoutDestroy};
-  LtOwner<cublasLtMatrixLayout_t> b{nullptr, &cublasLtMatrixLayoutDestroy};
-  LtOwner<cublasLtMatrixLayout_t> d{nullptr, &cublasLtMatrixLayoutDestroy};
-  cublasLtMatmulAlgo_t algo{};
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  std::uint64_t numerical_impl_flags = 0;
-  std::string name;  // the GEMM that first needed the plan
-};
-
-std::string problem_text(const GemmKey& key) {
-  return fmt::format("{} GEMM m={} n={} k={} batch={} op(A)={} op(B)={}", gemm_precision_info(key.precision).name,
-                     key.m, key.n, key.k, key.batch, key.transpose_a ? "T" : "N", key.transpose_b ? "T" : "N");
-}
-
-LtOwner<cublasLtMatmulDesc_t> create_desc(cublasComputeType_t compute, bool transpose_a, bool transpose_b) {
-  cublasLtMatmulDesc_t desc = nullptr;
-  check(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
-  LtOwner<cublasLtMatmulDesc_t> owner{desc, &cublasLtMatmulDescDestroy};
-  const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a),
-        "cublasLtMatmulDescSetAttribute(TRANSA)");
-  check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b),
-        "cublasLtMatmulDescSetAttribute(TRANSB)");
-  return owner;
-}
-
-std::uint64_t numerical_impl_flags(const cublasLtMatmulAlgo_t& algo) {
-  std::uint64_t flags = 0;
-  std::size_t written = 0;
-  check(cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS, &flags, sizeof flags, &written),
-        "cublasLtMatmulAlgoCapGetAttribute(NUMERICAL_IMPL_FLAGS)");
-  return flags;
-}
-
-bool uses_tensor_cores(std::uint64_t numerical_impl_flags) {
-  return (numerical_impl_flags & CUBLASLT_NUMERICAL_IMPL_FLAGS_TENSOR_OP_MASK) != 0;
-}
-
-// The first algorithm of cuBLASLt's heuristic, or nullopt when it has none for the problem. With
-// key.cuda_cores_only the heuristic considers CUDA-core (FMA) implementations only.
-std::optional<cublasLtMatmulAlgo_t> best_algorithm(cublasLtHandle_t handle, const GemmKey& key,
-                                                   const GemmPlan& plan,
-                                                   std::uint64_t workspace_bytes) {
-  cublasLtMatmulPreference_t raw = nullptr;
-  check(cublasLtMatmulPreferenceCreate(&raw), "cublasLtMatmulPreferenceCreate");
-  const LtOwner<cublasLtMatmulPreference_t> preference{raw, &cublasLtMatmulPreferenceDestroy};
-  check(cublasLtMatmulPreferenceSetAttribute(raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                             sizeof workspace_bytes),
-        "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
-  const std::tuple<cublasLtMatmulPreferenceAttributes_t, std::uint32_t, const char*> alignments[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a, "MIN_ALIGNMENT_A_BYTES"},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b, "MIN_ALIGNMENT_B_BYTES"},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d, "MIN_ALIGNMENT_C_BYTES"},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d, "MIN_ALIGNMENT_D_BYTES"}};
-  for (const auto& [attribute, bytes, name] : alignments) {
-    check(cublasLtMatmulPreferenceSetAttribute(raw, attribute, &bytes, sizeof bytes),
-          fmt::format("cublasLtMatmulPreferenceSetAttribute({})", name));
-  }
-  if (key.cuda_cores_only) {
-    const std::uint64_t allowed = ~std::uint64_t{CUBLASLT_NUMERICAL_IMPL_FLAGS_TENSOR_OP_MASK};
-    check(cublasLtMatmulPreferenceSetAttribute(raw, CUBLASLT_MATMUL_PREF_IMPL_MASK, &allowed, sizeof allowed),
-          "cublasLtMatmulPreferenceSetAttribute(IMPL_MASK)");
-  }
-  cublasLtMatmulHeuristicResult_t result{};
-  int returned = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc.get(), plan.a.get(), plan.b.get(),
-                                                               plan.d.get(), plan.d.get(), raw, 1, &result, &returned);
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned == 0)) return std::nullopt;
-  check(status, fmt::format("cublasLtMatmulAlgoGetHeuristic ({})", problem_text(key)));
-  check(result.state, fmt::format("cublasLtMatmulAlgoGetHeuristic ({}; state of the best result)", problem_text(key)));
-  return result.algo;
-}
+// Up to 8 resident blocks of 256 threads per multiprocessor: one full wave of grid-stride blocks.
+unsigned wave_blocks(const DeviceInfo& gpu) { return static_cast<unsigned>(std::max(gpu.multiprocessors, 1) * 8); }
 
 }  // namespace
 
-struct CudaTransformerOps::GemmPlans {
-  std::map<GemmKey, GemmPlan> plans;
-};
-
-void CudaTransformerOps::StreamDeleter::operator()(cudaStream_t stream) const noexcept {
-  if (cudaStreamDestroy(stream) != cudaSuccess) cudaGetLastError();
-}
-
-void CudaTransformerOps::LtHandleDeleter::operator()(cublasLtHandle_t handle) const noexcept {
-  cublasLtDestroy(handle);
-}
-
-CudaTransformerOps::CudaTransformerOps(int device) : device_(device), plans_(std::make_unique<GemmPlans>()) {
-  if (const std::optional<std::string> reason = cuda::unavailable_reason())
-    throw UsageError(fmt::format("cannot run the Transformer workload on CUDA GPU {}: {}", device, *reason));
-  int count = 0;
-  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-  if (device < 0 || device >= count)
-    throw UsageError(fmt::format("GPU index {} is out of range: {} CUDA GPU(s) found, use 0 to {}", device, count,
-                                 count - 1));
-  activate();
-  cudaDeviceProp properties{};
-  check(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
-  device_name_ = properties.name;
-  compute_major_ = properties.major;
-  compute_minor_ = properties.minor;
-  capabilities_ = cuda::gpu_capabilities(cuda::query_device(device));
-  if (const std::optional<std::string> problem = cuda_kernels::kernel_image_problem())
+CudaTransformerOps::CudaTransformerOps(std::shared_ptr<cuda::CudaDevice> device)
+    : device_(non_null(std::move(device))),
+      launch_{device_->stream(), wave_blocks(device_->info())},
+      plans_(device_) {
+  device_->activate();
+  if (const std::optional<std::string> problem = cuda_kernels::kernel_image_problem()) {
+    const DeviceInfo& gpu = device_->info();
     throw UsageError(fmt::format("{} (compute capability {}.{}) cannot run this build's Transformer kernels: {}; "
                                  "rebuild with -DCMAKE_CUDA_ARCHITECTURES={}{}",
-                                 device_name_, compute_major_, compute_minor_, *problem, compute_major_,
-                                 compute_minor_));
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  stream_.reset(stream);
-  cublasLtHandle_t handle = nullptr;
-  check(cublasLtCreate(&handle), "cublasLtCreate");
-  lt_.reset(handle);
-  // Up to 8 resident blocks of 256 threads per multiprocessor: one full wave of grid-stride blocks.
-  launch_ = {stream_.get(), static_cast<unsigned>(std::max(properties.multiProcessorCount, 1) * 8)};
-  scratch(kLtWorkspace, cuda::cublaslt_workspace_bytes(compute_major_));
+                                 gpu.name, gpu.compute_capability_major, gpu.compute_capability_minor, *problem,
+                                 gpu.compute_capability_major, gpu.compute_capability_minor));
+  }
   scratch(kNormPartials, launch_.max_blocks * sizeof(double));
 }
 
 CudaTransformerOps::~CudaTransformerOps() {
-  if (cudaSetDevice(device_) != cudaSuccess || cudaStreamSynchronize(stream_.get()) != cudaSuccess)
+  if (cudaSetDevice(device_->index()) != cudaSuccess || cudaStreamSynchronize(device_->stream()) != cudaSuccess)
     cudaGetLastError();
 }
 
-void CudaTransformerOps::activate() const { check(cudaSetDevice(device_), "cudaSetDevice"); }
-
 void* CudaTransformerOps::allocate_zeroed(std::size_t bytes) {
   if (bytes == 0) return nullptr;
-  activate();
-  void* p = nullptr;
-  const cudaError_t status = cudaMalloc(&p, bytes);
-  if (status == cudaErrorMemoryAllocation) {
-    cudaGetLastError();
-    std::size_t free_bytes = 0, total_bytes = 0;
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) cudaGetLastError();
-    throw OutOfMemoryError(fmt::format("could not allocate {} bytes ({}) on GPU {} ({}): {} free of {} "
-                                       "(cudaMalloc: out of memory); use a smaller batch, sequence or model",
-                                       bytes, gibibytes(bytes), device_, device_name_, gibibytes(free_bytes),
-                                       gibibytes(total_bytes)),
-                           bytes);
-  }
-  check(status, "cudaMalloc");
-  const cudaError_t zeroed = cudaMemsetAsync(p, 0, bytes, stream_.get());
-  if (zeroed != cudaSuccess) {
-    cudaFree(p);
-    check(zeroed, "cudaMemsetAsync (zeroing a new buffer)");
-  }
-  return p;
+  cuda::DeviceMemory memory =
+      device_->allocate(bytes, "a Transformer buffer", "use a smaller batch, sequence or model");
+  check(cudaMemsetAsync(memory.get(), 0, bytes, device_->stream()), "cudaMemsetAsync (zeroing a new buffer)");
+  return memory.release();
 }
 
 void CudaTransformerOps::free_memory(void* p) noexcept {
   if (p == nullptr) return;
   // Work queued on the stream may still use the buffer.
-  if (cudaSetDevice(device_) != cudaSuccess || cudaStreamSynchronize(stream_.get()) != cudaSuccess ||
+  if (cudaSetDevice(device_->index()) != cudaSuccess || cudaStreamSynchronize(device_->stream()) != cudaSuccess ||
       cudaFree(p) != cudaSuccess)
     cudaGetLastError();
 }
 
 void CudaTransformerOps::copy_to_device(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
-  activate();
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_.get()), "cudaMemcpyAsync (host to device)");
+  device_->activate();
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, device_->stream()),
+        "cudaMemcpyAsync (host to device)");
   // The caller may free or reuse the host memory as soon as this returns.
-  check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize (after a copy to the device)");
+  check(cudaStreamSynchronize(device_->stream()), "cudaStreamSynchronize (after a copy to the device)");
 }
 
 void CudaTransformerOps::copy_to_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
-  activate();
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()), "cudaMemcpyAsync (device to host)");
-  check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize (after a copy to the host)");
+  device_->activate();
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, device_->stream()),
+        "cudaMemcpyAsync (device to host)");
+  check(cudaStreamSynchronize(device_->stream()), "cudaStreamSynchronize (after a copy to the host)");
 }
 
 void CudaTransformerOps::fill_zero(void* p, std::size_t bytes) {
   if (bytes == 0) return;
-  activate();
-  check(cudaMemsetAsync(p, 0, bytes, stream_.get()), "cudaMemsetAsync");
+  device_->activate();
+  check(cudaMemsetAsync(p, 0, bytes, device_->stream()), "cudaMemsetAsync");
 }
 
 void CudaTransformerOps::synchronize() {
-  activate();
-  check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  device_->activate();
+  check(cudaStreamSynchronize(device_->stream()), "cudaStreamSynchronize");
 }
 
 void* CudaTransformerOps::scratch(Slot slot, std::size_t bytes) {
@@ -290,10 +102,10 @@ void* CudaTransformerOps::scratch(Slot slot, std::size_t bytes) {
 }
 
 void CudaTransformerOps::release_scratch() {
-  activate();
-  // The cuBLASLt workspace and the norm's partials are sized once, when the ops are made.
+  device_->activate();
+  // The norm's partials are sized once, when the ops are made.
   for (std::size_t slot = 0; slot < kSlotCount; ++slot)
-    if (slot != kLtWorkspace && slot != kNormPartials) scratch_[slot] = OpsArray<std::byte>();
+    if (slot != kNormPartials) scratch_[slot] = OpsArray<std::byte>();
 }
 
 std::string CudaTransformerOps::implementation() const {
@@ -307,7 +119,7 @@ std::string CudaTransformerOps::implementation() const {
                      version % 100, attention, tensor_cores);
 }
 
-const CapabilityTable& CudaTransformerOps::capabilities() const { return capabilities_; }
+const CapabilityTable& CudaTransformerOps::capabilities() const { return device_->capabilities(); }
 
 std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKernels kernels, GemmPrecision precision,
                                                                      AttentionDims dims) const {
@@ -316,17 +128,19 @@ std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKe
   if (!fused_attention_takes(precision))
     return fmt::format("cuDNN's fused attention takes fp16 or bf16 operands; {} attention runs unfused",
                        gemm_precision_info(precision).name);
-  if (compute_major_ < 8)
-    return fmt::format("cuDNN's fused attention needs compute capability 8.0 or newer; {} is {}.{}", device_name_,
-                       compute_major_, compute_minor_);
+  const DeviceInfo& gpu = device_->info();
+  const int major = gpu.compute_capability_major, minor = gpu.compute_capability_minor;
+  if (major < 8)
+    return fmt::format("cuDNN's fused attention needs compute capability 8.0 or newer; {} is {}.{}", gpu.name, major,
+                       minor);
   // cuDNN's SDPA backward (its support matrix; the frontend's checks in
   // scaled_dot_product_flash_attention.h): heads up to 256 channels on Hopper, 128 elsewhere
   // (Blackwell included), and not one query against one key.
-  const int largest_head = compute_major_ == 9 ? 256 : 128;
+  const int largest_head = major == 9 ? 256 : 128;
   if (dims.head_size % 8 != 0 || dims.head_size > largest_head)
     return fmt::format("cuDNN's fused attention trains heads of a multiple of 8 channels up to {} on {} (compute "
                        "capability {}.{}); this model's heads have {}",
-                       largest_head, device_name_, compute_major_, compute_minor_, dims.head_size);
+                       largest_head, gpu.name, major, minor, dims.head_size);
   if (dims.seq_len < 2)
     return fmt::format("cuDNN's fused attention does not train sequences of {} token", dims.seq_len);
   return fused_attention_unavailable();
@@ -339,7 +153,7 @@ void CudaTransformerOps::set_matmul_precision(const MatmulPrecision& precision) 
 
 void CudaTransformerOps::round_to(float* x, std::size_t n, num::Format format) {
   if (format == num::Format::fp32) return;
-  activate();
+  device_->activate();
   cuda_kernels::round_values(launch_, x, n, format);
 }
 
@@ -355,10 +169,10 @@ void CudaTransformerOps::end_op() {
 
 std::vector<GemmAlgorithm> CudaTransformerOps::gemm_algorithms() const {
   std::vector<GemmAlgorithm> algorithms;
-  for (const auto& [key, plan] : plans_->plans) {
-    algorithms.push_back({plan.name, problem_text(key), key.precision, key.batch > 1,
-                          uses_tensor_cores(plan.numerical_impl_flags), plan.numerical_impl_flags,
-                          compute_type_name(plan.compute), key.m, key.n, key.k});
+  for (const auto& [problem, plan] : plans_.plans()) {
+    const cuda::MatmulRecord& record = plan.record();
+    algorithms.push_back({record.gemm, record.problem, problem.precision, problem.batch > 1, record.tensor_cores,
+                          record.numerical_impl_flags, record.compute_type, problem.m, problem.n, problem.k});
   }
   return algorithms;
 }
@@ -374,86 +188,25 @@ const void* CudaTransformerOps::gemm_operand(ConstTensor<float> values, std::siz
 }
 
 void CudaTransformerOps::gemm(const GemmCall& call) {
-  const std::size_t in_bytes = cuda_kernels::operand_bytes(input_format());
-  const auto bytes = [&](std::int64_t elements) { return elements * static_cast<std::int64_t>(in_bytes); };
-  const GemmKey key{precision_.gemm,
-                           call.transpose_a,
-                           call.transpose_b,
-                           call.m,
-                           call.n,
-                           call.k,
-                           call.lda,
-                           call.ldb,
-                           call.ldd,
-                           call.batch,
-                           call.stride_a,
-                           call.stride_b,
-                           call.stride_d,
-                           alignment(call.a, bytes(call.lda), call.batch, bytes(call.stride_a)),
-                           alignment(call.b, bytes(call.ldb), call.batch, bytes(call.stride_b)),
-                           alignment(call.d, call.ldd * 4, call.batch, call.stride_d * 4),
-                           tensor_core_policy_ == TensorCorePolicy::off ||
-                               (tensor_core_policy_ == TensorCorePolicy::batched_off && call.batch > 1)};
-  auto found = plans_->plans.find(key);
-  if (found == plans_->plans.end()) {
-    GemmPlan plan;
-    const cudaDataType_t input = lt_input_type(key.precision);
-    // Stored shapes: op(A) is m x k, op(B) is k x n.
-    plan.a = create_layout(input, key.transpose_a ? key.k : key.m, key.transpose_a ? key.m : key.k, key.lda, key.batch,
-                           key.stride_a);
-    plan.b = create_layout(input, key.transpose_b ? key.n : key.k, key.transpose_b ? key.k : key.n, key.ldb, key.batch,
-                           key.stride_b);
-    plan.d = create_layout(CUDA_R_32F, key.m, key.n, key.ldd, key.batch, key.stride_d);
-    const std::uint64_t workspace_bytes = scratch_[kLtWorkspace].size();
-    // The precision's compute type first. fp32 with no pedantic algorithm for the problem: plain
-    // CUBLAS_COMPUTE_32F keeps fp32 math too (TF32 needs FAST_TF32), as the GEMM suite does. Kept
-    // off Tensor Cores: the pedantic compute type, which never uses them, is the last resort.
-    std::vector<cublasComputeType_t> computes{lt_compute_type(key.precision)};
-    if (key.precision == GemmPrecision::fp32) computes.push_back(CUBLAS_COMPUTE_32F);
-    if (key.cuda_cores_only && computes.front() != CUBLAS_COMPUTE_32F_PEDANTIC)
-      computes.push_back(CUBLAS_COMPUTE_32F_PEDANTIC);
-    std::optional<cublasLtMatmulAlgo_t> algo;
-    std::vector<std::string> tried;
-    for (cublasComputeType_t compute : computes) {
-      plan.desc = create_desc(compute, key.transpose_a, key.transpose_b);
-      algo = best_algorithm(lt_.get(), key, plan, workspace_bytes);
-      tried.emplace_back(compute_type_name(compute));
-      if (algo) {
-        plan.compute = compute;
-        break;
-      }
-    }
-    const std::string op = op_ranges_.empty() ? std::string("no op range") : "op " + op_ranges_.back();
-    if (!algo && key.cuda_cores_only)
-      throw BackendError(fmt::format(
-          "--tensor-cores {}: cuBLASLt has no CUDA-core (non-Tensor-Core) algorithm for the {} GEMM of {} ({}; "
-          "tried {} with CUBLASLT_MATMUL_PREF_IMPL_MASK excluding Tensor Core op types): {} cannot run this "
-          "precision with that GEMM off Tensor Cores",
-          tensor_core_policy_name(tensor_core_policy_), call.name, op, problem_text(key), fmt::join(tried, ", "),
-          device_name_));
-    if (!algo)
-      throw BackendError(fmt::format("cuBLASLt has no algorithm for the {} GEMM of {} ({}; "
-                                     "cublasLtMatmulAlgoGetHeuristic returned none with {})",
-                                     call.name, op, problem_text(key), fmt::join(tried, ", ")));
-    plan.algo = *algo;
-    plan.numerical_impl_flags = numerical_impl_flags(plan.algo);
-    plan.name = call.name;
-    if (key.cuda_cores_only && uses_tensor_cores(plan.numerical_impl_flags))
-      throw BackendError(fmt::format("--tensor-cores {}: cuBLASLt's heuristic returned a Tensor Core algorithm "
-                                     "(numerical implementation flags 0x{:x}) for the {} GEMM of {} ({}) despite "
-                                     "CUBLASLT_MATMUL_PREF_IMPL_MASK",
-                                     tensor_core_policy_name(tensor_core_policy_), plan.numerical_impl_flags,
-                                     call.name, op, problem_text(key)));
-    found = plans_->plans.emplace(key, std::move(plan)).first;
-  }
-  const GemmPlan& plan = found->second;
-  const float alpha = 1.0f;
-  const float beta = call.accumulate ? 1.0f : 0.0f;
-  const cublasStatus_t status =
-      cublasLtMatmul(lt_.get(), plan.desc.get(), &alpha, call.a, plan.a.get(), call.b, plan.b.get(), &beta, call.d,
-                     plan.d.get(), call.d, plan.d.get(), &plan.algo, scratch_[kLtWorkspace].data(),
-                     scratch_[kLtWorkspace].size(), stream_.get());
-  if (status != CUBLAS_STATUS_SUCCESS) check(status, fmt::format("cublasLtMatmul ({})", problem_text(key)));
+  cuda::MatmulProblem problem;
+  problem.precision = precision_.gemm;
+  problem.output = DType::f32;
+  problem.transpose_a = call.transpose_a, problem.transpose_b = call.transpose_b;
+  problem.m = call.m, problem.n = call.n, problem.k = call.k;
+  problem.lda = call.lda, problem.ldb = call.ldb, problem.ldd = call.ldd;
+  problem.batch = call.batch;
+  problem.stride_a = call.stride_a, problem.stride_b = call.stride_b, problem.stride_d = call.stride_d;
+  problem.cuda_cores_only = tensor_core_policy_ == TensorCorePolicy::off ||
+                            (tensor_core_policy_ == TensorCorePolicy::batched_off && call.batch > 1);
+  const cuda::MatmulPlan& plan =
+      plans_.plan(cuda::with_alignments(problem, call.a, call.b, call.d), [&] { return gemm_label(call.name); });
+  plan.run(call.a, call.b, call.d, call.accumulate);
+}
+
+cuda::MatmulLabel CudaTransformerOps::gemm_label(const char* name) const {
+  const std::string op = op_ranges_.empty() ? std::string("no op range") : "op " + op_ranges_.back();
+  return {name, fmt::format("the {} GEMM of {}", name, op),
+          fmt::format("--tensor-cores {}", tensor_core_policy_name(tensor_core_policy_))};
 }
 
 void CudaTransformerOps::gemm_add(Tensor<float> dst, std::size_t count, GemmCall call) {
@@ -473,26 +226,26 @@ void CudaTransformerOps::gemm_add(Tensor<float> dst, std::size_t count, GemmCall
 
 void CudaTransformerOps::encoder_forward(Tensor<float> out, const std::int32_t* tokens, const float* wte,
                                          const float* wpe, int B, int T, int C) {
-  activate();
+  device_->activate();
   cuda_kernels::encoder_forward(launch_, out, tokens, wte, wpe, B, T, C);
 }
 
 void CudaTransformerOps::encoder_backward(float* dwte, float* dwpe, ConstTensor<float> dout,
                                           const std::int32_t* tokens, int B, int T, int C) {
-  activate();
+  device_->activate();
   cuda_kernels::encoder_backward(launch_, dwte, dwpe, dout, tokens, B, T, C);
 }
 
 void CudaTransformerOps::layernorm_forward(Tensor<float> out, float* mean, float* rstd, ConstTensor<float> inp,
                                            const float* weight, const float* bias, int N, int C) {
-  activate();
+  device_->activate();
   cuda_kernels::layernorm_forward(launch_, out, mean, rstd, inp, weight, bias, N, C);
 }
 
 void CudaTransformerOps::layernorm_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
                                             ConstTensor<float> inp, const float* weight, const float* mean,
                                             const float* rstd, int N, int C) {
-  activate();
+  device_->activate();
   cuda_kernels::layernorm_backward(launch_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
@@ -505,7 +258,7 @@ void CudaTransformerOps::layernorm_backward(Tensor<float> dinp, float* dweight, 
 void CudaTransformerOps::matmul_forward(Tensor<float> out, ConstTensor<float> inp, const float* weight,
                                         const float* bias, int N, int C, int OC) {
   if (N <= 0 || OC <= 0) return;
-  activate();
+  device_->activate();
   const void* x = gemm_operand(inp, std::size_t(N) * C, kOperandA);
   const void* w = gemm_operand(weight, std::size_t(OC) * C, kOperandB);
   const std::size_t x_row_bytes = std::size_t(C) * cuda_kernels::operand_bytes(input_format());
@@ -537,7 +290,7 @@ void CudaTransformerOps::matmul_forward(Tensor<float> out, ConstTensor<float> in
 void CudaTransformerOps::matmul_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
                                          ConstTensor<float> inp, const float* weight, int N, int C, int OC) {
   if (N <= 0 || C <= 0 || OC <= 0) return;
-  activate();
+  device_->activate();
   const void* dy = gemm_operand(dout, std::size_t(N) * OC, kOperandA);
   const void* w = gemm_operand(weight, std::size_t(OC) * C, kOperandB);
   const void* x = gemm_operand(inp, std::size_t(N) * C, kOperandC);
@@ -566,7 +319,7 @@ void CudaTransformerOps::matmul_backward(Tensor<float> dinp, float* dweight, flo
 void CudaTransformerOps::attention_forward(Tensor<float> out, float* att, ConstTensor<float> qkv, int B, int T, int C,
                                            int NH) {
   if (B <= 0 || T <= 0 || C <= 0) return;
-  activate();
+  device_->activate();
   if (attention() == AttentionKernels::fused) {
     fused_attention_forward(out, att, qkv, B, T, C, NH);
     return;
@@ -614,7 +367,7 @@ void CudaTransformerOps::attention_forward(Tensor<float> out, float* att, ConstT
 void CudaTransformerOps::attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv,
                                             const float* att, int B, int T, int C, int NH) {
   if (B <= 0 || T <= 0 || C <= 0) return;
-  activate();
+  device_->activate();
   if (attention() == AttentionKernels::fused) {
     fused_attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
     return;
@@ -703,7 +456,7 @@ void CudaTransformerOps::add_heads_to_qkv(Tensor<float> dqkv, const std::array<c
 
 FusedAttention& CudaTransformerOps::fused_attention() {
   if (!fused_) {
-    fused_ = make_fused_attention(stream_.get(),
+    fused_ = make_fused_attention(device_->stream(),
                                   [this](std::size_t bytes) { return scratch(kAttentionWorkspace, bytes); });
   }
   return *fused_;
@@ -749,48 +502,48 @@ void CudaTransformerOps::fused_attention_backward(Tensor<float> dqkv, ConstTenso
 }
 
 void CudaTransformerOps::gelu_forward(Tensor<float> out, ConstTensor<float> inp, std::size_t n) {
-  activate();
+  device_->activate();
   cuda_kernels::gelu_forward(launch_, out, inp, n);
 }
 
 void CudaTransformerOps::gelu_backward(Tensor<float> dinp, ConstTensor<float> dout, ConstTensor<float> inp,
                                        std::size_t n) {
-  activate();
+  device_->activate();
   cuda_kernels::gelu_backward(launch_, dinp, dout, inp, n);
 }
 
 void CudaTransformerOps::residual_forward(Tensor<float> out, ConstTensor<float> a, ConstTensor<float> b,
                                           std::size_t n) {
-  activate();
+  device_->activate();
   cuda_kernels::residual_forward(launch_, out, a, b, n);
 }
 
 void CudaTransformerOps::residual_backward(Tensor<float> da, Tensor<float> db, ConstTensor<float> dout,
                                            std::size_t n) {
-  activate();
+  device_->activate();
   cuda_kernels::residual_backward(launch_, da, db, dout, n);
 }
 
 void CudaTransformerOps::softmax_crossentropy_forward(float* losses, float* probs, ConstTensor<float> logits,
                                                       const std::int32_t* targets, int N, int V, int Vp) {
-  activate();
+  device_->activate();
   cuda_kernels::softmax_crossentropy_forward(launch_, losses, probs, logits, targets, N, V, Vp);
 }
 
 void CudaTransformerOps::softmax_crossentropy_backward(Tensor<float> dlogits, const float* dlosses, const float* probs,
                                                        const std::int32_t* targets, int N, int V, int Vp) {
-  activate();
+  device_->activate();
   cuda_kernels::softmax_crossentropy_backward(launch_, dlogits, dlosses, probs, targets, N, V, Vp);
 }
 
 void CudaTransformerOps::adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
                                       const AdamWStep& step) {
-  activate();
+  device_->activate();
   cuda_kernels::adamw_update(launch_, params, grads, m, v, n, step);
 }
 
 double CudaTransformerOps::global_norm(const float* grads, std::size_t n) {
-  activate();
+  device_->activate();
   double* partials = reinterpret_cast<double*>(scratch_[kNormPartials].data());
   const unsigned blocks = cuda_kernels::sum_of_squares(launch_, partials, grads, n);
   std::vector<double> host(blocks);
@@ -802,8 +555,8 @@ double CudaTransformerOps::global_norm(const float* grads, std::size_t n) {
 
 void CudaTransformerOps::copy(float* dst, const float* src, std::size_t n) {
   if (n == 0) return;
-  activate();
-  check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_.get()),
+  device_->activate();
+  check(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, device_->stream()),
         "cudaMemcpyAsync (device to device)");
 }
 

@@ -2,8 +2,10 @@
 // TransformerOps on one NVIDIA GPU: every GEMM through cuBLASLt (fp32 pedantic, TF32, fp16 or bf16
 // inputs with fp32 accumulation and fp32 results), attention unfused (strided-batched cuBLASLt
 // products around an fp32 softmax kernel) or fused (cuDNN's scaled-dot-product attention, fp16 and
-// bf16), everything else mpbench's own kernels (transformer_kernels.cu). All work goes on one non-blocking stream of the ops; the memory is
-// device memory from cudaMalloc.
+// bf16), everything else mpbench's own kernels (transformer_kernels.cu). The ops run on a GPU's
+// device context (backends/cuda/cuda_device.hpp), the one the CUDA backend runs on: its stream,
+// cuBLASLt handle and workspace, its capability table and its device memory, which the ops count
+// as their own OpsMemory.
 //
 // The numerics are the reference's (workloads/reference_ops.hpp): fp16/bf16 GEMMs read their fp32
 // operands converted to the half type by a round-to-nearest-even kernel, so they read exactly the
@@ -13,9 +15,6 @@
 // Half storage: the kernels read fp16/bf16 activations and round what they write into them; an
 // activation stored in the GEMM's input type is its operand as it is (no conversion kernel), and
 // a GEMM writing a half activation goes through an fp32 buffer and the bias-and-round kernel.
-#include <cublasLt.h>
-#include <cuda_runtime_api.h>
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -23,9 +22,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
+#include "backends/cuda/cublaslt_gemm.hpp"
+#include "backends/cuda/cuda_device.hpp"
 #include "workloads/cuda/fused_attention.hpp"
 #include "workloads/cuda/transformer_kernels.hpp"
 #include "workloads/ops.hpp"
@@ -34,13 +34,12 @@ namespace mpbench::workloads {
 
 class CudaTransformerOps final : public TransformerOps<float> {
  public:
-  // Throws UsageError when there is no usable GPU `device` or this build has no kernels for it.
-  explicit CudaTransformerOps(int device);
+  // On `device` (cuda::make_device, or the CUDA backend's device_context()). Throws UsageError for
+  // no device, or when this build has no Transformer kernels for its architecture.
+  explicit CudaTransformerOps(std::shared_ptr<cuda::CudaDevice> device);
   ~CudaTransformerOps() override;
   CudaTransformerOps(const CudaTransformerOps&) = delete;
   CudaTransformerOps& operator=(const CudaTransformerOps&) = delete;
-
-  int device() const { return device_; }
 
   // Which GEMMs may use Tensor Cores from now on (on until set). With off or batched_off, a GEMM
   // the policy keeps off Tensor Cores runs a CUDA-core algorithm (cuBLASLt's heuristic filtered by
@@ -65,7 +64,8 @@ class CudaTransformerOps final : public TransformerOps<float> {
   std::optional<std::string> attention_unsupported(AttentionKernels kernels, GemmPrecision precision,
                                                    AttentionDims dims) const override;
   void set_matmul_precision(const MatmulPrecision& precision) override;
-  // One per cached cuBLASLt plan: a problem differs by precision, shape, strides, alignment and policy.
+  // One per cached cuBLASLt plan (the device layer's record of each): a problem differs by
+  // precision, shape, strides, alignment and policy.
   std::vector<GemmAlgorithm> gemm_algorithms() const override;
   void release_scratch() override;
   void round_to(float* x, std::size_t n, num::Format format) override;
@@ -108,8 +108,8 @@ class CudaTransformerOps final : public TransformerOps<float> {
 
  private:
   // D [m,n] (column-major, leading dimension ldd) = op(A) op(B), or += with `accumulate`, in
-  // cuBLASLt's terms; A and B hold operands of the current precision's input format, D is fp32.
-  // batch > 1: strided-batched, each matrix `stride_*` elements after the previous one.
+  // cuBLASLt's terms (cuda::MatmulProblem); A and B hold operands of the current precision's input
+  // format, D is fp32. batch > 1: strided-batched, each matrix `stride_*` elements after the previous one.
   struct GemmCall {
     const char* name = "";  // what the GEMM computes, for errors and gemm_algorithms
     bool transpose_a = false, transpose_b = false;
@@ -124,8 +124,6 @@ class CudaTransformerOps final : public TransformerOps<float> {
     std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
     bool accumulate = false;
   };
-  struct GemmPlans;  // cuBLASLt descriptors and chosen algorithms per problem (cuda_ops.cpp)
-
   // Cached device buffers the ops reuse between calls, one per purpose.
   enum Slot : std::size_t {
     kOperandA, kOperandB, kOperandC,  // matmul operands converted to fp16/bf16
@@ -133,23 +131,17 @@ class CudaTransformerOps final : public TransformerOps<float> {
     kHeadsQ, kHeadsK, kHeadsV, kHeadsDy,  // attention operands [B,NH,T,hs]
     kProbsOperand, kScoresGrad, kDscoreOperand,  // attention [B,NH,T,T]
     kHeadsOutA, kHeadsOutB, kHeadsOutC,  // attention products [B,NH,T,hs], fp32
-    kNormPartials, kLtWorkspace, kAttentionWorkspace, kSlotCount
+    kNormPartials, kAttentionWorkspace, kSlotCount
   };
 
-  struct StreamDeleter {
-    void operator()(cudaStream_t stream) const noexcept;
-  };
-  struct LtHandleDeleter {
-    void operator()(cublasLtHandle_t handle) const noexcept;
-  };
-
-  void activate() const;
   void* scratch(Slot slot, std::size_t bytes);
   num::Format input_format() const;
   // n values as the GEMM reads them: the tensor itself when it is stored in the GEMM's input type
   // (real for fp32 and tf32, fp16 or bf16 codes), else its copy in that type in `slot`.
   const void* gemm_operand(ConstTensor<float> values, std::size_t n, Slot slot);
   void gemm(const GemmCall& call);
+  // How a new plan's errors name the GEMM: what it computes, the op it runs in, the policy.
+  cuda::MatmulLabel gemm_label(const char* name) const;
   // dst [count] += the GEMM's result rounded to the output format.
   void gemm_add(Tensor<float> dst, std::size_t count, GemmCall call);
   // q, k, v of qkv [B,T,3C] as [B,NH,T,hs] operands of the input format, in kHeadsQ/K/V.
@@ -164,18 +156,14 @@ class CudaTransformerOps final : public TransformerOps<float> {
   void fused_attention_backward(Tensor<float> dqkv, ConstTensor<float> dout, ConstTensor<float> qkv, const float* att,
                                 int B, int T, int C, int NH);
 
-  int device_;
-  std::string device_name_;
-  int compute_major_ = 0, compute_minor_ = 0;
-  CapabilityTable capabilities_;
-  std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDeleter> stream_;
-  std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, LtHandleDeleter> lt_;
+  // Declared first: destroyed last, after everything that uses its stream or memory.
+  std::shared_ptr<cuda::CudaDevice> device_;
   cuda_kernels::Launch launch_;
   MatmulPrecision precision_;
   TensorCorePolicy tensor_core_policy_ = TensorCorePolicy::on;
   std::size_t half_output_buffer_bytes_ = std::size_t{256} << 20;
   std::vector<std::string> op_ranges_;  // the open begin_op ranges, innermost last
-  std::unique_ptr<GemmPlans> plans_;
+  cuda::MatmulPlanCache plans_;
   std::unique_ptr<FusedAttention> fused_;
   // Declared last: destroyed first, while the stream they synchronize with still exists.
   std::array<OpsArray<std::byte>, kSlotCount> scratch_;

@@ -24,6 +24,7 @@
 #include "amp/format_info.hpp"
 #include "amp/policy.hpp"
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_device.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "tests/workloads/gradient_check.hpp"
@@ -102,7 +103,7 @@ class CudaOpsTest : public ::testing::Test {
   void SetUp() override {
     if (const auto why = cuda::unavailable_reason()) GTEST_SKIP() << "no usable GPU: " << *why;
     try {
-      gpu_ = std::make_unique<CudaTransformerOps>(0);
+      gpu_ = std::make_unique<CudaTransformerOps>(cuda::make_device(0));
     } catch (const UsageError& e) {
       GTEST_SKIP() << "no usable GPU: " << e.what();
     }
@@ -134,6 +135,17 @@ class CudaOpsPrecision : public CudaOpsTest, public ::testing::WithParamInterfac
     return input() == num::Format::fp32 ? 0.0 : std::ldexp(1.0, -num::format_info(input()).mantissa_bits);
   }
 };
+
+// Runs without a GPU: the ops refuse to be made on no device context.
+TEST(CudaOpsDeviceContext, NoDeviceIsAUsageError) { EXPECT_THROW(CudaTransformerOps(nullptr), UsageError); }
+
+TEST(CudaOpsDeviceContext, OpsOnTheBackendsContextReadItsCapabilityTable) {
+  if (const auto why = cuda::unavailable_reason()) GTEST_SKIP() << "no usable GPU: " << *why;
+  const std::unique_ptr<Backend> backend = cuda::make_backend(0);
+  const auto& gpu = dynamic_cast<const cuda::CudaBackend&>(*backend);
+  const CudaTransformerOps ops(gpu.device_context());
+  EXPECT_EQ(&ops.capabilities(), &backend->capabilities()) << "the device's one table";
+}
 
 TEST_F(CudaOpsTest, RoundToIsBitExact) {
   SCOPED_TRACE("seed " + std::to_string(seed_));

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_device.hpp"
 #include "core/error.hpp"
 #include "profiler/attribute.hpp"
 #include "profiler/breakdown.hpp"
@@ -30,7 +30,7 @@ class CudaProfile : public ::testing::Test {
   void SetUp() override {
     if (const auto why = cuda::unavailable_reason()) GTEST_SKIP() << "no usable GPU: " << *why;
     try {
-      ops_ = std::make_unique<CudaTransformerOps>(0);
+      ops_ = std::make_unique<CudaTransformerOps>(cuda::make_device(0));
     } catch (const UsageError& e) {
       GTEST_SKIP() << "no usable GPU: " << e.what();
     }
