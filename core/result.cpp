@@ -69,19 +69,22 @@ Speedup Speedup::from_json(const nlohmann::json& j) {
           j.at("precision").get<std::string>(), j.at("speedup").get<double>()};
 }
 
-void ResultDocument::compute_speedups(const std::string& baseline) {
+std::vector<Speedup> speedups_over(const std::vector<CaseResult>& cases, const std::string& baseline) {
   std::map<std::tuple<std::string, std::string, std::string>, double> baseline_time;
   for (const auto& c : cases)
     if (c.status == CaseStatus::ok && c.seconds && c.precision == baseline)
       baseline_time[{c.suite, c.name, c.backend}] = c.seconds->median;
-  speedups.clear();
+  std::vector<Speedup> speedups;
   for (const auto& c : cases) {
     if (c.status != CaseStatus::ok || !c.seconds || c.precision == baseline) continue;
     auto it = baseline_time.find({c.suite, c.name, c.backend});
     if (it == baseline_time.end() || c.seconds->median <= 0) continue;
     speedups.push_back({c.suite, c.name, c.backend, baseline, c.precision, it->second / c.seconds->median});
   }
+  return speedups;
 }
+
+void ResultDocument::compute_speedups(const std::string& baseline) { speedups = speedups_over(cases, baseline); }
 
 nlohmann::json ResultDocument::to_json() const {
   nlohmann::json j = {{"schema", kResultSchema}, {"created", created}, {"env", env}, {"run", run}};

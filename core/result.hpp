@@ -41,6 +41,10 @@ struct Speedup {
   static Speedup from_json(const nlohmann::json& j);
 };
 
+// Each ok case's speedup over the ok case of `baseline` precision with the same suite, name and
+// backend: the ratio of their median times.
+std::vector<Speedup> speedups_over(const std::vector<CaseResult>& cases, const std::string& baseline);
+
 struct ResultDocument {
   std::string created;  // UTC, ISO 8601
   nlohmann::json env = nlohmann::json::object();

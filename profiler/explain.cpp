@@ -339,7 +339,8 @@ void breakdown_rules(const CaseResult& c, const std::map<std::string, double>& m
   const auto unattributed = number_at(b, {"unattributed_s"});
   if (unattributed && total > 0 && *unattributed / total >= kUnattributedShare)
     out.push_back(finding("unattributed_time", "info",
-                          fmt::format("{} of the GPU time could not be attributed to an op", pct(*unattributed / total)),
+                          fmt::format("{} of the {} time could not be attributed to an op", pct(*unattributed / total),
+                                      c.backend == "cuda" ? "GPU" : "step's"),
                           {{"unattributed_s", *unattributed}}));
   if (const int drops = overflow_steps(c.details); drops > 0)
     out.push_back(finding("loss_scale_overflows", "info",

@@ -108,8 +108,9 @@ std::pair<double, double> gemm_and_rest(const CaseResult& c) {
   double gemm = 0, rest = 0;
   if (!c.details.contains("breakdown")) return {0, 0};
   for (const auto& [name, seconds] : breakdown_categories(c.details["breakdown"])) {
+    // A CPU breakdown's "gemm", or a GPU breakdown's GEMMs on Tensor Cores or CUDA cores.
     const auto category = parse_category(name);
-    (category && is_gemm(*category) ? gemm : rest) += seconds;
+    (name == "gemm" || (category && is_gemm(*category)) ? gemm : rest) += seconds;
   }
   return {gemm, rest};
 }
@@ -120,9 +121,10 @@ std::string path_of(const CaseResult& c) {
 }
 
 // Each trained mode against the baseline, split into its GEMMs and the rest where it was timed.
-void training_figures(const ResultDocument& doc, const std::string& baseline, std::vector<Finding>& out) {
-  for (const Speedup& s : doc.speedups) {
-    if (s.suite != "transformer" || s.baseline != baseline) continue;
+void training_figures(const ResultDocument& doc, const std::vector<Speedup>& speedups, const std::string& baseline,
+                      std::vector<Finding>& out) {
+  for (const Speedup& s : speedups) {
+    if (s.suite != "transformer") continue;
     const CaseResult* mode = find_case(doc, s, s.precision);
     const CaseResult* base = find_case(doc, s, baseline);
     std::string message = fmt::format("{} trains at {:.2f}x {}'s speed per step", s.precision, s.value, baseline);
@@ -142,17 +144,17 @@ void training_figures(const ResultDocument& doc, const std::string& baseline, st
 }
 
 // The median speedup of each precision of one suite over the baseline.
-std::map<std::string, std::vector<double>> speedups_by_precision(const ResultDocument& doc, const std::string& suite,
-                                                                 const std::string& baseline) {
+std::map<std::string, std::vector<double>> speedups_by_precision(const std::vector<Speedup>& speedups,
+                                                                 const std::string& suite) {
   std::map<std::string, std::vector<double>> by_precision;
-  for (const Speedup& s : doc.speedups)
-    if (s.suite == suite && s.baseline == baseline && s.value > 0) by_precision[s.precision].push_back(s.value);
+  for (const Speedup& s : speedups)
+    if (s.suite == suite) by_precision[s.precision].push_back(s.value);
   return by_precision;
 }
 
-void gemm_figures(const ResultDocument& doc, const std::map<std::string, PathSeen>& paths, const std::string& baseline,
-                  std::vector<Finding>& out) {
-  for (const auto& [precision, values] : speedups_by_precision(doc, "gemm", baseline)) {
+void gemm_figures(const std::vector<Speedup>& speedups, const std::map<std::string, PathSeen>& paths,
+                  const std::string& baseline, std::vector<Finding>& out) {
+  for (const auto& [precision, values] : speedups_by_precision(speedups, "gemm")) {
     const double m = median(values);
     const auto path = paths.find(precision);
     const std::string how = path == paths.end() ? "" : fmt::format(", {}", path->second.path);
@@ -164,8 +166,8 @@ void gemm_figures(const ResultDocument& doc, const std::map<std::string, PathSee
 }
 
 // Memory-bound kernels move half the bytes in 16 bits: at best 2x, on every device.
-void bandwidth_figures(const ResultDocument& doc, const std::string& baseline, std::vector<Finding>& out) {
-  for (const auto& [precision, values] : speedups_by_precision(doc, "bandwidth", baseline)) {
+void bandwidth_figures(const std::vector<Speedup>& speedups, const std::string& baseline, std::vector<Finding>& out) {
+  for (const auto& [precision, values] : speedups_by_precision(speedups, "bandwidth")) {
     const double m = median(values);
     out.push_back({"verdict_memory_bound", m < 1 ? "warning" : "info",
                    fmt::format("memory-bound kernels in {}: {:.2f}x over {} (median of {} bandwidth cases; half the "
@@ -196,9 +198,10 @@ std::vector<Finding> verdict(const ResultDocument& doc, const std::string& basel
   const auto paths = gemm_paths(doc);
   if (paths.empty()) return {};
   std::vector<Finding> out{headline(doc, paths)};
-  training_figures(doc, baseline, out);
-  gemm_figures(doc, paths, baseline, out);
-  bandwidth_figures(doc, baseline, out);
+  const std::vector<Speedup> speedups = speedups_over(doc.cases, baseline);
+  training_figures(doc, speedups, baseline, out);
+  gemm_figures(speedups, paths, baseline, out);
+  bandwidth_figures(speedups, baseline, out);
   cast_figures(doc, out);
   return out;
 }
