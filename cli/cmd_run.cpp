@@ -4,6 +4,7 @@
 #include "backends/cpu/isa.hpp"
 #include "cli/commands.hpp"
 #include "cli/run.hpp"
+#include "cli/suite_selection.hpp"
 #include "core/error.hpp"
 #include "microbench/case_profile.hpp"
 #include "workloads/config.hpp"
@@ -29,7 +30,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("run", "run benchmark suites and write one result document");
   auto o = std::make_shared<RunOptions>();
   auto max_noise = std::make_shared<double>(0), min_time = std::make_shared<double>(0), timeout = std::make_shared<double>(0);
-  cmd->add_option("--suite", o->suites, "gemm, bandwidth, cast, transformer or all (repeat or comma-separate)")
+  cmd->add_option("--suite", o->suites,
+                  fmt::format("{} or all (repeat or comma-separate)", fmt::join(suite_names(), ", ")))
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--device", o->device, "auto (GPU if usable, else CPU), cuda, cuda:N or cpu")->capture_default_str();
   cmd->add_option("--precision", o->precisions,

@@ -29,11 +29,14 @@ std::string format_share(const CaseResult& c) {
   return "";
 }
 
-// What the library picked: cuBLASLt tile and Tensor Core use, or oneDNN's implementation.
+// What the library picked: cuBLASLt tile and Tensor Core use, or oneDNN's implementation (after
+// "converted:" when the GEMM ran on the converted path).
 std::string format_choice(const CaseResult& c) {
   if (!c.details.contains("algorithm")) return "";
   const auto& a = c.details["algorithm"];
-  if (a.contains("implementation")) return a["implementation"].get<std::string>();
+  const bool converted = c.details.contains("gemm_path") && c.details["gemm_path"].value("path", "") == "converted";
+  if (a.contains("implementation"))
+    return (converted ? "converted: " : "") + a["implementation"].get<std::string>();
   std::string out;
   if (a.contains("tile")) out += fmt::format("tile {} ", a["tile"].dump());
   if (a.contains("tensor_cores")) out += a["tensor_cores"].get<bool>() ? "TC" : "no-TC";

@@ -1,6 +1,5 @@
 #include "backends/cpu/conversions.hpp"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -20,7 +19,11 @@ template <typename In, typename Out, typename Convert>
 void map_values(const void* source, void* destination, std::size_t n, Convert convert) {
   const auto* in = static_cast<const In*>(source);
   auto* out = static_cast<Out*>(destination);
-#pragma omp parallel for schedule(static) if (n >= kThreadedValues)
+  if (n < kThreadedValues) {  // no parallel region at all: even an inactive one costs a call
+    for (std::size_t i = 0; i < n; ++i) out[i] = convert(in[i]);
+    return;
+  }
+#pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < n; ++i) out[i] = convert(in[i]);
 }
 
@@ -88,13 +91,11 @@ void narrow_from_f32(DType to, const float* source, void* destination, std::size
 
 void round_through(DType format, const float* source, float* destination, std::size_t n) {
   if (format != DType::f16 && format != DType::bf16) throw std::logic_error("round_through: fp16 or bf16 only");
-  constexpr std::size_t kChunk = 1024;
-  std::array<std::uint16_t, kChunk> codes;
-  for (std::size_t first = 0; first < n; first += kChunk) {
-    const std::size_t count = std::min(kChunk, n - first);
-    narrow_from_f32(format, source + first, codes.data(), count);
-    widen_to_f32(format, codes.data(), destination + first, count);
-  }
+  const bool f16 = format == DType::f16;
+  if (cpu_has_vector_loops()) return (f16 ? avx2::round_through_f16 : avx2::round_through_bf16)(source, destination, n);
+  for (std::size_t i = 0; i < n; ++i)
+    destination[i] = f16 ? num::f16_bits_to_f32(num::f32_to_f16_bits(source[i]))
+                         : num::bf16_bits_to_f32(num::f32_to_bf16_bits(source[i]));
 }
 
 }  // namespace mpbench::cpu

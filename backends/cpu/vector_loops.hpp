@@ -1,5 +1,6 @@
 #pragma once
-// Stream kernels and casts on fp32/fp16/bf16 buffers with AVX2, FMA and F16C, on all cores; the same
+// Stream kernels and casts on fp32/fp16/bf16 buffers with AVX2, FMA and F16C, on all cores (on the
+// calling thread alone below 32K elements, where waking the team costs more than it saves); the same
 // bits as the reference loops (math in fp32, one rounding to the storage type). Defined in
 // vector_loops_avx2.cpp, the only file built with those instruction sets: call these only after
 // checking the CPU has them. Plain declarations only, so no inline code of this header can be
@@ -28,5 +29,8 @@ void f32_to_f16(const float* source, std::uint16_t* destination, std::size_t n);
 void f32_to_bf16(const float* source, std::uint16_t* destination, std::size_t n);
 void f16_to_f32(const std::uint16_t* source, float* destination, std::size_t n);
 void bf16_to_f32(const std::uint16_t* source, float* destination, std::size_t n);
+// destination[i] = source[i] rounded to fp16 (bf16) and back to fp32; destination may be source.
+void round_through_f16(const float* source, float* destination, std::size_t n);
+void round_through_bf16(const float* source, float* destination, std::size_t n);
 
 }  // namespace mpbench::cpu::avx2

@@ -89,8 +89,12 @@ constexpr std::size_t kThreadedOctets = 4096;
 template <typename In, typename Out, typename Kernel>
 void for_each_octet(const In* a, const In* b, Out* c, std::size_t n, Kernel kernel) {
   const std::size_t octets = n / kLanes;
-#pragma omp parallel for schedule(static) if (octets >= kThreadedOctets)
-  for (std::size_t v = 0; v < octets; ++v) kernel(a + v * kLanes, b + v * kLanes, c + v * kLanes);
+  if (octets < kThreadedOctets) {  // no parallel region at all: even an inactive one costs a call
+    for (std::size_t v = 0; v < octets; ++v) kernel(a + v * kLanes, b + v * kLanes, c + v * kLanes);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (std::size_t v = 0; v < octets; ++v) kernel(a + v * kLanes, b + v * kLanes, c + v * kLanes);
+  }
   const std::size_t done = octets * kLanes, rest = n - done;
   if (rest == 0) return;
   In a_tail[kLanes] = {}, b_tail[kLanes] = {};
@@ -183,6 +187,13 @@ void widen(const std::uint16_t* source, float* destination, std::size_t n) {
   map_octets(source, destination, n, [](const std::uint16_t* x, float* y) { _mm256_storeu_ps(y, load8<Format>(x)); });
 }
 
+// Rounded to the format and back in registers: one pass, no codes in memory.
+template <typename Format>
+void round_through(const float* source, float* destination, std::size_t n) {
+  map_octets(source, destination, n,
+             [](const float* x, float* y) { _mm256_storeu_ps(y, Format::widen(Format::narrow(_mm256_loadu_ps(x)))); });
+}
+
 }  // namespace
 
 void stream_f16(StreamOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, float s,
@@ -214,6 +225,12 @@ void f16_to_f32(const std::uint16_t* source, float* destination, std::size_t n) 
 }
 void bf16_to_f32(const std::uint16_t* source, float* destination, std::size_t n) {
   widen<Bf16>(source, destination, n);
+}
+void round_through_f16(const float* source, float* destination, std::size_t n) {
+  round_through<Fp16>(source, destination, n);
+}
+void round_through_bf16(const float* source, float* destination, std::size_t n) {
+  round_through<Bf16>(source, destination, n);
 }
 
 }  // namespace mpbench::cpu::avx2

@@ -13,11 +13,14 @@
 #include <utility>
 #include <vector>
 
+#include "amp/formats.hpp"
+#include "backends/cpu/conversions.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/isa.hpp"
 #include "backends/reference/reference_backend.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/random.hpp"
 #include "tests/cpu_expectations.hpp"
 
 namespace mpbench {
@@ -292,6 +295,52 @@ TEST_F(CpuElementLoops, NarrowingCastsMatchTheReferenceAtEveryRoundingBoundary) 
     SCOPED_TRACE(cast_kind_name(kind));
     EXPECT_EQ(first_difference(cast_on<std::uint16_t>(*cpu_, kind, source),
                                cast_on<std::uint16_t>(oracle_, kind, source)), "");
+  }
+}
+
+// ---- the converted path's conversions against amp/formats.hpp, bit for bit ----------------------
+
+TEST(CpuConversions, WideningEveryCodeIsTheFormatsDecoding) {
+  std::vector<std::uint16_t> codes(0x10000);
+  for (std::uint32_t c = 0; c < codes.size(); ++c) codes[c] = static_cast<std::uint16_t>(c);
+  std::vector<float> f16(codes.size()), bf16(codes.size());
+  cpu::widen_to_f32(DType::f16, codes.data(), f16.data(), codes.size());
+  cpu::widen_to_f32(DType::bf16, codes.data(), bf16.data(), codes.size());
+  for (std::uint32_t c = 0; c < codes.size(); ++c) {
+    ASSERT_EQ(bits_of(f16[c]), bits_of(num::f16_bits_to_f32(codes[c]))) << std::hex << c;
+    ASSERT_EQ(bits_of(bf16[c]), bits_of(num::bf16_bits_to_f32(codes[c]))) << std::hex << c;
+  }
+  std::vector<std::uint8_t> bytes(256);
+  for (std::uint32_t c = 0; c < bytes.size(); ++c) bytes[c] = static_cast<std::uint8_t>(c);
+  std::vector<float> e4m3(bytes.size());
+  cpu::widen_to_f32(DType::e4m3, bytes.data(), e4m3.data(), bytes.size());
+  for (std::uint32_t c = 0; c < bytes.size(); ++c)
+    ASSERT_EQ(bits_of(e4m3[c]), bits_of(num::e4m3_bits_to_f32(bytes[c]))) << std::hex << c;
+}
+
+TEST(CpuConversions, NarrowingAndRoundingThroughAreTheFormatsRounding) {
+  // Random bit patterns (every exponent, NaN payloads, subnormals) on a fresh seed, then the
+  // edges: overflow to inf, ties, signed zeros; an odd count leaves a vector tail.
+  const std::uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::vector<float> values;
+  for (std::uint64_t i = 0; i < 100003; ++i) values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(mix64(seed, i))));
+  for (float x : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 0x1.fefp127f, 0x1.ff0p127f,
+                  1.0f + 0x1p-11f, 1.0f + 0x1p-8f, 0x1p-24f, 0x1p-25f, 5.96e-8f, 1e-40f})
+    values.push_back(x);
+  std::vector<std::uint16_t> codes(values.size());
+  std::vector<float> rounded(values.size());
+  for (DType format : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(std::string(dtype_name(format)));
+    const bool f16 = format == DType::f16;
+    cpu::narrow_from_f32(format, values.data(), codes.data(), values.size());
+    cpu::round_through(format, values.data(), rounded.data(), values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::uint16_t want = f16 ? num::f32_to_f16_bits(values[i]) : num::f32_to_bf16_bits(values[i]);
+      ASSERT_EQ(codes[i], want) << std::hex << bits_of(values[i]);
+      const float back = f16 ? num::f16_bits_to_f32(want) : num::bf16_bits_to_f32(want);
+      ASSERT_EQ(bits_of(rounded[i]), bits_of(back)) << std::hex << bits_of(values[i]);
+    }
   }
 }
 

@@ -216,6 +216,11 @@ TEST(Runner, AConvertedCaseRecordsItsPathAndItsSteps) {
   const std::string steps = c.details["algorithm"]["steps"].dump();
   EXPECT_NE(steps.find("bf16 -> fp32"), std::string::npos) << steps;
   EXPECT_NE(steps.find("fp32 -> bf16"), std::string::npos) << steps;
+  ResultDocument d;
+  d.cases = outcome.cases;
+  const std::string table = format_summary(d);
+  EXPECT_NE(table.find("converted: " + c.details["algorithm"]["implementation"].get<std::string>()), std::string::npos)
+      << table;
 }
 
 TEST(Runner, UnknownGoogleBenchmarkOptionIsAUsageError) {
