@@ -100,20 +100,19 @@ void print_capability_notes(const Backend& backend, const std::vector<GemmPrecis
   }
 }
 
-// --cpu-gemm native on a CPU that runs none of the low precisions asked for (or, none named, none
-// at all) natively: a mistake to say before any work, naming what the CPU lacks.
+// --cpu-gemm native on a CPU that cannot run a low precision named in --precision natively, or,
+// none named, none of the run's: a mistake to say before any work, naming what the CPU lacks.
 void check_native_choice(const RunOptions& options, const Backend& backend, const std::vector<GemmPrecision>& used) {
   if (options.cpu_gemm != "native" || backend.device().backend != "cpu") return;
   std::vector<std::string> lacking;
   bool any_native = false;
   for (GemmPrecision precision : {GemmPrecision::fp16, GemmPrecision::bf16, GemmPrecision::fp8_e4m3}) {
-    const bool asked = options.precisions.empty() || std::count(used.begin(), used.end(), precision);
-    if (!asked) continue;
+    if (!std::count(used.begin(), used.end(), precision)) continue;
     const GemmCapability& row = backend.capabilities().gemm(precision);
     if (row.path == GemmPath::native) any_native = true;
     else lacking.push_back(fmt::format("{}: {}", gemm_precision_info(precision).name, row.reason));
   }
-  const bool refuse = options.precisions.empty() ? !any_native : !lacking.empty();
+  const bool refuse = options.precisions.empty() ? !lacking.empty() && !any_native : !lacking.empty();
   if (refuse)
     throw UsageError(fmt::format("--cpu-gemm native on {}: {}; use --cpu-gemm auto to run them converted",
                                  backend.device().name, fmt::join(lacking, "; ")));

@@ -31,6 +31,12 @@ CapabilityTable::CapabilityTable(std::vector<GemmCapability> rows) : rows_(std::
   }
 }
 
+CapabilityTable CapabilityTable::every_precision(GemmPath path, const std::string& reason) {
+  std::vector<GemmCapability> rows;
+  for (const GemmPrecisionInfo& info : gemm_precisions()) rows.push_back({info.precision, path, reason});
+  return CapabilityTable(std::move(rows));
+}
+
 const GemmCapability& CapabilityTable::gemm(GemmPrecision precision) const {
   for (const GemmCapability& row : rows_)
     if (row.precision == precision) return row;

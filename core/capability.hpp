@@ -45,6 +45,9 @@ class CapabilityTable {
   std::optional<std::string> unsupported(GemmPrecision precision) const;
   const std::vector<GemmCapability>& rows() const { return rows_; }
 
+  // Every precision on one path for one reason (the reference loops').
+  static CapabilityTable every_precision(GemmPath path, const std::string& reason);
+
   // {"gemm": {"bf16": {"path": "converted", "reason": "..."}, ...}}
   nlohmann::json to_json() const;
   // "  bf16        converted    reason" lines, one per precision, for `env` and `list`.

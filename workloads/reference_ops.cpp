@@ -357,13 +357,8 @@ double ReferenceOps<Real>::global_norm(const Real* grads, std::size_t n) {
 
 template <typename Real>
 const CapabilityTable& ReferenceOps<Real>::capabilities() const {
-  static const CapabilityTable kTable = [] {
-    std::vector<GemmCapability> rows;
-    for (const GemmPrecisionInfo& info : gemm_precisions())
-      rows.push_back({info.precision, GemmPath::converted,
-                      "the reference loops round the operands to the format and accumulate in Real"});
-    return CapabilityTable(std::move(rows));
-  }();
+  static const CapabilityTable kTable = CapabilityTable::every_precision(
+      GemmPath::converted, "the reference loops round the operands to the format and accumulate in Real");
   return kTable;
 }
 

@@ -1,11 +1,6 @@
 #include "backends/cpu/cpu_backend.hpp"
 
-#include <fmt/format.h>
-#include <omp.h>
-
-#include <map>
 #include <stdexcept>
-#include <utility>
 
 #include "backends/cpu/conversions.hpp"
 #include "backends/cpu/vector_loops.hpp"

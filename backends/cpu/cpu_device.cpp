@@ -60,8 +60,8 @@ std::string gemm_name(GemmPrecision precision) { return std::string(gemm_precisi
 
 // Why `precision` cannot run natively on this CPU, or nothing when it can: the instructions first
 // (from the CPU's flags, then the ISA oneDNN may use), then whether oneDNN has a kernel.
-std::optional<std::string> why_not_native(GemmPrecision precision, const dnnl::engine& engine) {
-  const CpuDescription cpu = describe_cpu();
+std::optional<std::string> why_not_native(GemmPrecision precision, const CpuDescription& cpu,
+                                          const dnnl::engine& engine) {
   const std::string version = onednn_version();
   switch (precision) {
     case GemmPrecision::bf16: {
@@ -98,14 +98,15 @@ std::string widening(DType input) {
   return element_loops_name() + " loops";
 }
 
-GemmCapability low_precision_row(GemmPrecision precision, GemmPathChoice choice, const dnnl::engine& engine) {
+GemmCapability low_precision_row(GemmPrecision precision, GemmPathChoice choice, const CpuDescription& cpu,
+                                 const dnnl::engine& engine) {
   const auto& info = gemm_precision_info(precision);
   const std::string converted = fmt::format("operands widened to fp32 ({}), oneDNN's fp32 matmul, the result rounded "
                                             "to {}",
                                             widening(info.input), dtype_name(info.output));
   if (choice == GemmPathChoice::converted)
     return {precision, GemmPath::converted, fmt::format("--cpu-gemm converted: {}", converted)};
-  const std::optional<std::string> lacking = why_not_native(precision, engine);
+  const std::optional<std::string> lacking = why_not_native(precision, cpu, engine);
   if (!lacking)
     return {precision, GemmPath::native,
             fmt::format("oneDNN {} {} matmul on ISA {}", onednn_version(), info.name, effective_isa_name())};
@@ -115,15 +116,16 @@ GemmCapability low_precision_row(GemmPrecision precision, GemmPathChoice choice,
 }
 
 CapabilityTable cpu_capabilities(GemmPathChoice choice, const dnnl::engine& engine) {
+  const CpuDescription cpu = describe_cpu();
   return CapabilityTable({
       {GemmPrecision::fp32, GemmPath::native,
        fmt::format("oneDNN {} fp32 matmul on ISA {}", onednn_version(), effective_isa_name())},
       {GemmPrecision::tf32, GemmPath::unsupported, "TF32 is a GPU Tensor Core format: CPUs have no TF32 matmul"},
-      low_precision_row(GemmPrecision::fp16, choice, engine),
+      low_precision_row(GemmPrecision::fp16, choice, cpu, engine),
       {GemmPrecision::fp16_acc16, GemmPath::unsupported,
        "no CPU matmul accumulates in fp16 (oneDNN accumulates every low-precision matmul in fp32)"},
-      low_precision_row(GemmPrecision::bf16, choice, engine),
-      low_precision_row(GemmPrecision::fp8_e4m3, choice, engine),
+      low_precision_row(GemmPrecision::bf16, choice, cpu, engine),
+      low_precision_row(GemmPrecision::fp8_e4m3, choice, cpu, engine),
   });
 }
 

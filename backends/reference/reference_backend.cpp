@@ -160,13 +160,8 @@ void ReferenceBackend::flush_cache() {
 std::unique_ptr<DeviceTimer> ReferenceBackend::make_timer() { return std::make_unique<HostTimer>(); }
 
 const CapabilityTable& ReferenceBackend::capabilities() const {
-  static const CapabilityTable kTable = [] {
-    std::vector<GemmCapability> rows;
-    for (const GemmPrecisionInfo& info : gemm_precisions())
-      rows.push_back({info.precision, GemmPath::converted,
-                      "the reference loops convert the operands to double and round the result to the output type"});
-    return CapabilityTable(std::move(rows));
-  }();
+  static const CapabilityTable kTable = CapabilityTable::every_precision(
+      GemmPath::converted, "the reference loops convert the operands to double and round the result to the output type");
   return kTable;
 }
 

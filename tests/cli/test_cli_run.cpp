@@ -106,6 +106,14 @@ TEST_F(CliRun, EnvShowsTheCapabilityTables) {
     EXPECT_TRUE(env["cpu"]["capabilities"]["gemm"].contains(precision)) << precision;
 }
 
+TEST_F(CliRun, NativeGemmsAskedOfASuiteWithoutGemmsStopNothing) {
+  const auto out = folder_ / "r.json";
+  const Invocation r = run_mpbench({"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "cast/copy/",
+                                    "--cpu-isa", "avx2", "--cpu-gemm", "native", "--out", out.string()}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(load_result(out).run["cpu_gemm"], "native");
+}
+
 // What a CPU without bf16 instructions shows, imitated with --cpu-isa avx2 on any CPU: every mode
 // trains, converted, with numbers, and ends near fp32's loss.
 TEST_F(CliRun, WithoutBf16InstructionsEveryModeTrainsConverted) {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <set>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
