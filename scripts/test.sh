@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 (cd build && ctest --output-on-failure -j "${MPBENCH_TEST_JOBS:-2}")
-MPBENCH_BIN="$PWD/build/cli/mpbench" .venv/bin/python -m pytest -q tests/python
+MPBENCH_BIN="$PWD/build/cli/mpbench" .venv/bin/python -m pytest -q -p no:cacheprovider tests/python
