@@ -8,10 +8,13 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/json_fields.hpp"
 
 namespace mpbench {
 
@@ -42,19 +45,41 @@ nlohmann::json CaseResult::to_json() const {
   return j;
 }
 
-CaseResult CaseResult::from_json(const nlohmann::json& j) {
+namespace {
+
+// A case's identity field: printable text, so that a name cannot move the terminal's cursor or
+// break a table row when it is shown.
+std::string identity(const JsonObject& fields, const char* key) {
+  std::string value = fields.text(key);
+  for (const char c : value)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw UsageError(fmt::format("{}: contains a control character (code {})", fields.path_of(key), int(c)));
+  return value;
+}
+
+}  // namespace
+
+CaseResult CaseResult::from_json(const nlohmann::json& j, const std::string& where) {
+  const JsonObject fields(j, where);
   CaseResult c;
-  c.suite = j.at("suite").get<std::string>();
-  c.name = j.at("name").get<std::string>();
-  c.backend = j.at("backend").get<std::string>();
-  c.precision = j.at("precision").get<std::string>();
-  c.params = j.value("params", nlohmann::json::object());
-  c.status = parse_status(j.at("status").get<std::string>());
-  c.message = j.value("message", "");
-  if (j.contains("metrics") && j["metrics"].contains("seconds"))
-    c.seconds = Statistics::from_json(j["metrics"]["seconds"]);
-  c.rates = j.value("rates", nlohmann::json::object());
-  c.details = j.value("details", nlohmann::json::object());
+  c.suite = identity(fields, "suite");
+  c.name = identity(fields, "name");
+  c.backend = identity(fields, "backend");
+  c.precision = identity(fields, "precision");
+  c.params = fields.object_or_empty("params");
+  try {
+    c.status = parse_status(fields.text("status"));
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {}", fields.path_of("status"), e.what()));
+  }
+  c.message = fields.text_or("message", "");
+  const nlohmann::json metrics = fields.object_or_empty("metrics");
+  if (metrics.contains("seconds"))
+    c.seconds = Statistics::from_json(metrics["seconds"], fields.path_of("metrics") + ".seconds");
+  if (c.status == CaseStatus::ok && (!c.seconds || !(c.seconds->median > 0)))
+    throw UsageError(fmt::format("{}: an ok case needs a positive median time", fields.path_of("metrics")));
+  c.rates = fields.object_or_empty("rates");
+  c.details = fields.object_or_empty("details");
   return c;
 }
 
@@ -63,10 +88,12 @@ nlohmann::json Speedup::to_json() const {
           {"baseline", baseline},   {"precision", precision}, {"speedup", value}};
 }
 
-Speedup Speedup::from_json(const nlohmann::json& j) {
-  return {j.at("suite").get<std::string>(),    j.at("name").get<std::string>(),
-          j.at("backend").get<std::string>(),  j.at("baseline").get<std::string>(),
-          j.at("precision").get<std::string>(), j.at("speedup").get<double>()};
+Speedup Speedup::from_json(const nlohmann::json& j, const std::string& where) {
+  const JsonObject fields(j, where);
+  Speedup s{identity(fields, "suite"),    identity(fields, "name"),      identity(fields, "backend"),
+            identity(fields, "baseline"), identity(fields, "precision"), fields.number("speedup")};
+  if (!(s.value > 0)) throw UsageError(fmt::format("{}: must be positive", fields.path_of("speedup")));
+  return s;
 }
 
 std::vector<Speedup> speedups_over(const std::vector<CaseResult>& cases, const std::string& baseline) {
@@ -96,24 +123,29 @@ nlohmann::json ResultDocument::to_json() const {
 }
 
 ResultDocument ResultDocument::from_json(const nlohmann::json& j) {
-  if (!j.is_object() || !j.contains("schema"))
-    throw UsageError("not an mpbench result document: it has no \"schema\" field");
-  const auto schema = j.at("schema").get<std::string>();
+  const JsonObject fields(j, "the document");
+  if (!fields.has("schema")) throw UsageError("not an mpbench result document: it has no \"schema\" field");
+  const std::string schema = fields.text("schema");
   if (schema != kResultSchema)
     throw UsageError(fmt::format("result document has schema '{}', this mpbench reads '{}': "
                                  "re-run the benchmark with this version",
                                  schema, kResultSchema));
-  try {
-    ResultDocument d;
-    d.created = j.at("created").get<std::string>();
-    d.env = j.at("env");
-    d.run = j.at("run");
-    for (const auto& c : j.at("cases")) d.cases.push_back(CaseResult::from_json(c));
-    for (const auto& s : j.at("speedups")) d.speedups.push_back(Speedup::from_json(s));
-    return d;
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(fmt::format("malformed result document: {}", e.what()));
+  ResultDocument d;
+  d.created = fields.text("created");
+  d.env = fields.object("env").json();
+  d.run = fields.object("run").json();
+  const nlohmann::json& cases = fields.array("cases");
+  std::set<std::tuple<std::string, std::string, std::string, std::string>> seen;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    CaseResult c = CaseResult::from_json(cases[i], fmt::format("cases[{}]", i));
+    if (!seen.insert({c.suite, c.name, c.backend, c.precision}).second)
+      throw UsageError(fmt::format("cases[{}]: case {} appears twice", i, c.id()));
+    d.cases.push_back(std::move(c));
   }
+  const nlohmann::json& speedups = fields.array("speedups");
+  for (std::size_t i = 0; i < speedups.size(); ++i)
+    d.speedups.push_back(Speedup::from_json(speedups[i], fmt::format("speedups[{}]", i)));
+  return d;
 }
 
 std::string utc_timestamp_now() {
@@ -155,15 +187,11 @@ void check_writable(const std::filesystem::path& path) {
     throw UsageError(fmt::format("cannot write '{}': permission denied", path.string()));
 }
 
+// A document of 100,000 cases with their samples is a few hundred MB.
+constexpr std::uint64_t kMaxResultBytes = std::uint64_t{1} << 30;
+
 ResultDocument load_result(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("cannot read '{}': no such file or not readable", path.string()));
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(fmt::format("'{}' is not valid JSON: {}", path.string(), e.what()));
-  }
+  const nlohmann::json j = parse_json_file_text(read_regular_file(path, kMaxResultBytes, "result document"), path);
   try {
     return ResultDocument::from_json(j);
   } catch (const UsageError& e) {

@@ -30,7 +30,8 @@ struct CaseResult {
 
   std::string id() const { return suite + "/" + name + "/" + precision; }
   nlohmann::json to_json() const;
-  static CaseResult from_json(const nlohmann::json& j);
+  // UsageError naming `where` and the field for a malformed case.
+  static CaseResult from_json(const nlohmann::json& j, const std::string& where = "case");
 };
 
 // Time of the baseline precision over the time of `precision`, same suite, case and backend.
@@ -38,7 +39,7 @@ struct Speedup {
   std::string suite, name, backend, baseline, precision;
   double value = 0;
   nlohmann::json to_json() const;
-  static Speedup from_json(const nlohmann::json& j);
+  static Speedup from_json(const nlohmann::json& j, const std::string& where = "speedup");
 };
 
 // Each ok case's speedup over the ok case of `baseline` precision with the same suite, name and

@@ -1,9 +1,14 @@
 #include "core/stats.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+
+#include "core/error.hpp"
+#include "core/json_fields.hpp"
 
 namespace mpbench {
 
@@ -29,14 +34,22 @@ nlohmann::json Statistics::to_json() const {
           {"values", values}};
 }
 
-Statistics Statistics::from_json(const nlohmann::json& j) {
+Statistics Statistics::from_json(const nlohmann::json& j, const std::string& where) {
+  const JsonObject fields(j, where);
   Statistics s;
-  s.median = j.at("median").get<double>();
-  s.min = j.at("min").get<double>();
-  s.max = j.at("max").get<double>();
-  s.mean = j.at("mean").get<double>();
-  s.stddev = j.at("stddev").get<double>();
-  if (j.contains("values")) s.values = j.at("values").get<std::vector<double>>();
+  s.median = fields.number("median");
+  s.min = fields.number("min");
+  s.max = fields.number("max");
+  s.mean = fields.number("mean");
+  s.stddev = fields.number("stddev");
+  if (fields.has("values")) {
+    const nlohmann::json& values = fields.array("values");
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!values[i].is_number() || !std::isfinite(values[i].get<double>()))
+        throw UsageError(fmt::format("{}[{}]: must be a finite number", fields.path_of("values"), i));
+      s.values.push_back(values[i].get<double>());
+    }
+  }
   return s;
 }
 

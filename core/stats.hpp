@@ -1,5 +1,6 @@
 #pragma once
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 namespace mpbench {
@@ -13,7 +14,8 @@ struct Statistics {
   static Statistics of(std::vector<double> samples);  // needs at least one sample
   double relative_spread() const { return mean > 0 ? stddev / mean : 0; }
   nlohmann::json to_json() const;
-  static Statistics from_json(const nlohmann::json& j);
+  // UsageError naming `where` and the field for a malformed summary.
+  static Statistics from_json(const nlohmann::json& j, const std::string& where = "seconds");
 };
 
 }  // namespace mpbench

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/result.hpp"
 
 namespace mpbench::workloads {
@@ -150,26 +151,15 @@ std::string safetensors(const GptConfig& config, const std::vector<ParameterTens
   return out;
 }
 
-// The whole file, read straight into the string it is returned in (a checkpoint's weights can be
-// a few GB).
-std::string read_bytes(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw UsageError(fmt::format("checkpoint file '{}' is missing", path.string()));
-  const std::uintmax_t size = fs::file_size(path, ec);
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(ec ? 0 : size, '\0');
-  if (ec || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
-    throw UsageError(fmt::format("cannot read checkpoint file '{}'", path.string()));
-  }
-  return bytes;
-}
+// A checkpoint's files: weights of the largest config in fp32 are about 3 GB; its JSON files are
+// small.
+constexpr std::uint64_t kMaxSafetensorsBytes = std::uint64_t{16} << 30;
+constexpr std::uint64_t kMaxJsonBytes = std::uint64_t{64} << 20;
+
+std::string read_bytes(const fs::path& path) { return read_regular_file(path, kMaxSafetensorsBytes, "checkpoint file"); }
 
 json read_json(const fs::path& path) {
-  try {
-    return json::parse(read_bytes(path));
-  } catch (const json::parse_error& e) {
-    throw UsageError(fmt::format("'{}' is not valid JSON: {}", path.string(), e.what()));
-  }
+  return parse_json_file_text(read_regular_file(path, kMaxJsonBytes, "checkpoint file"), path);
 }
 
 // An int member of a JSON object, at least `minimum`, or an error naming the file and the field.

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/random.hpp"
 
 namespace mpbench::workloads {
@@ -124,10 +125,12 @@ TokenBatch MarkovTokenStream::next_batch(int batch, int seq_len) {
   return out;
 }
 
+// 2^31 tokens: more than any run of a few hundred steps reads, and within the host's memory twice
+// over (the file's bytes, then the tokens).
+constexpr std::uint64_t kMaxTokenFileBytes = std::uint64_t{4} << 30;
+
 std::vector<std::uint16_t> read_token_file(const std::string& path, int vocab) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw UsageError("cannot open token file '" + path + "': check the path");
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string bytes = read_regular_file(path, kMaxTokenFileBytes, "token file");
   if (bytes.empty()) throw UsageError("token file '" + path + "' is empty");
   if (bytes.size() % 2 != 0) {
     throw UsageError("token file '" + path + "' has " + std::to_string(bytes.size()) +

@@ -1,0 +1,166 @@
+// Reading what users name: only regular files within a bound, one JSON value within a nesting
+// bound, and every malformed field of a result document named with where it is.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/json_fields.hpp"
+#include "core/result.hpp"
+
+namespace mpbench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class Files : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("mpbench-files-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+    return dir_ / name;
+  }
+  fs::path dir_;
+};
+
+std::string usage_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
+
+TEST_F(Files, ReadsARegularFileWithinItsBound) {
+  const fs::path p = write("a.txt", "twelve bytes");
+  EXPECT_EQ(read_regular_file(p, 12, "test file"), "twelve bytes");
+  const std::string error = usage_error_of([&] { read_regular_file(p, 11, "test file"); });
+  EXPECT_NE(error.find("12 bytes, more than the 11"), std::string::npos) << error;
+}
+
+TEST_F(Files, RefusesWhatIsNotARegularFileAndSaysWhatItIs) {
+  ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  const std::pair<fs::path, std::string> cases[] = {{dir_ / "missing", "is missing"},
+                                                    {dir_, "is a folder"},
+                                                    {dir_ / "fifo", "is a FIFO"},
+                                                    {"/dev/zero", "is a device"},
+                                                    {"/dev/null", "is a device"}};
+  for (const auto& [path, says] : cases) {
+    const std::string error = usage_error_of([&] { read_regular_file(path, 1 << 20, "token file"); });
+    EXPECT_NE(error.find("token file '" + path.string() + "' " + says), std::string::npos) << error;
+  }
+}
+
+TEST_F(Files, JsonIsOneValueWithNothingAfterIt) {
+  EXPECT_EQ(parse_json_file_text(" {\"a\": [1, 2]}\n", dir_ / "ok.json"), json({{"a", {1, 2}}}));
+  for (const char* text : {"{} x", "{}{}", "[1] [2]", "{\"a\": 1", ""}) {
+    const std::string error = usage_error_of([&] { parse_json_file_text(text, dir_ / "bad.json"); });
+    EXPECT_NE(error.find("bad.json' is not valid JSON"), std::string::npos) << text << ": " << error;
+  }
+}
+
+TEST_F(Files, JsonNestedBeyondTheBoundIsRefusedBeforeItIsBuilt) {
+  const auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  EXPECT_NO_THROW(parse_json_file_text(nested(kMaxJsonDepth), dir_ / "deep.json"));
+  for (int depth : {kMaxJsonDepth + 1, 100000}) {
+    const std::string error = usage_error_of([&] { parse_json_file_text(nested(depth), dir_ / "deep.json"); });
+    EXPECT_NE(error.find("deeper than 64 levels"), std::string::npos) << error;
+  }
+  const std::string objects = [] {
+    std::string s;
+    for (int i = 0; i < 100000; ++i) s += "{\"a\":";
+    return s + "1" + std::string(100000, '}');
+  }();
+  EXPECT_NE(usage_error_of([&] { parse_json_file_text(objects, dir_ / "deep.json"); }).find("deeper"),
+            std::string::npos);
+}
+
+TEST(JsonFields, EachWrongFieldIsNamedWithWhereItIs) {
+  const json doc = {{"name", 3}, {"params", "x"}, {"n", "1"}, {"inf", 1e308 * 10}, {"obj", {{"k", true}}}};
+  const JsonObject fields(doc, "cases[3]");
+  EXPECT_EQ(usage_error_of([&] { fields.text("name"); }), "cases[3].name: must be a string, is number");
+  EXPECT_EQ(usage_error_of([&] { fields.text("absent"); }), "cases[3].absent: missing; it must be a string");
+  EXPECT_EQ(usage_error_of([&] { fields.object_or_empty("params"); }), "cases[3].params: must be an object, is string");
+  EXPECT_EQ(usage_error_of([&] { fields.number("n"); }), "cases[3].n: must be a number, is string");
+  EXPECT_EQ(usage_error_of([&] { fields.array("obj"); }), "cases[3].obj: must be an array, is object");
+  EXPECT_EQ(fields.object_or_empty("absent"), json::object());
+  EXPECT_EQ(usage_error_of([] { JsonObject(json::array(), "the document"); }),
+            "the document: must be an object, is array");
+}
+
+json good_case() {
+  return {{"suite", "gemm"},
+          {"name", "square_64"},
+          {"backend", "cpu"},
+          {"precision", "fp32"},
+          {"params", json::object()},
+          {"status", "ok"},
+          {"message", ""},
+          {"metrics", {{"seconds", {{"median", 1e-3}, {"min", 1e-3}, {"max", 1e-3}, {"mean", 1e-3}, {"stddev", 0}}}}},
+          {"rates", json::object()},
+          {"details", json::object()}};
+}
+
+json document_with(const json& c) {
+  return {{"schema", kResultSchema}, {"created", "2026-12-03T00:00:00Z"}, {"env", json::object()},
+          {"run", json::object()},   {"cases", json::array({c})},     {"speedups", json::array()}};
+}
+
+TEST(ResultDocumentFields, MalformedDocumentsNameTheFieldAndNeverTheLibrary) {
+  EXPECT_NO_THROW(ResultDocument::from_json(document_with(good_case())));
+  const std::pair<std::function<void(json&)>, std::string> mutations[] = {
+      {[](json& d) { d["schema"] = 1; }, "the document.schema: must be a string"},
+      {[](json& d) { d["cases"] = 3; }, "the document.cases: must be an array"},
+      {[](json& d) { d["env"] = "x"; }, "the document.env: must be an object"},
+      {[](json& d) { d["cases"][0]["params"] = "x"; }, "cases[0].params: must be an object"},
+      {[](json& d) { d["cases"][0]["rates"] = json::array(); }, "cases[0].rates: must be an object"},
+      {[](json& d) { d["cases"][0]["status"] = "fine"; }, "cases[0].status: case status 'fine'"},
+      {[](json& d) { d["cases"][0]["name"] = "a\x1b[2Jb"; }, "cases[0].name: contains a control character"},
+      {[](json& d) { d["cases"][0]["suite"] = "a\nb"; }, "cases[0].suite: contains a control character"},
+      {[](json& d) { d["cases"][0]["metrics"]["seconds"]["median"] = 0; }, "cases[0].metrics: an ok case needs a positive median"},
+      {[](json& d) { d["cases"][0]["metrics"]["seconds"]["median"] = -1e-3; }, "positive median"},
+      {[](json& d) { d["cases"][0]["metrics"]["seconds"]["mean"] = "1"; }, "cases[0].metrics.seconds.mean: must be a number"},
+      {[](json& d) { d["cases"][0]["metrics"]["seconds"]["values"] = {1, "x"}; }, "cases[0].metrics.seconds.values[1]"},
+      {[](json& d) { d["cases"].push_back(d["cases"][0]); }, "cases[1]: case gemm/square_64/fp32 appears twice"},
+      {[](json& d) {
+         d["speedups"] = {{{"suite", "gemm"}, {"name", "n"}, {"backend", "cpu"}, {"baseline", "fp32"},
+                           {"precision", "bf16"}, {"speedup", 0}}};
+       },
+       "speedups[0].speedup: must be positive"},
+  };
+  for (const auto& [mutate, says] : mutations) {
+    json doc = document_with(good_case());
+    mutate(doc);
+    const std::string error = usage_error_of([&] { ResultDocument::from_json(doc); });
+    EXPECT_NE(error.find(says), std::string::npos) << "expected: " << says << "\n got: " << error;
+  }
+}
+
+TEST_F(Files, LoadingAResultNamesTheFileAndTheField) {
+  json doc = document_with(good_case());
+  doc["cases"][0]["params"] = 5;
+  const fs::path p = write("r.json", doc.dump());
+  const std::string error = usage_error_of([&] { load_result(p); });
+  EXPECT_NE(error.find(p.string()), std::string::npos) << error;
+  EXPECT_NE(error.find("cases[0].params"), std::string::npos) << error;
+  EXPECT_NE(usage_error_of([&] { load_result(write("two.json", doc.dump() + doc.dump())); }).find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(usage_error_of([&] { load_result(dir_); }).find("is a folder"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mpbench
