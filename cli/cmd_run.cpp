@@ -94,7 +94,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->group(training);
   cmd->add_option("--lr", t.max_lr, "peak learning rate after the warm-up (cosine decay to a tenth of it)")
       ->check(kPositive)->capture_default_str()->group(training);
-  cmd->add_option("--seed", t.seed, "seed of the weights and of the synthetic data")->capture_default_str()->group(training);
+  cmd->add_option("--seed", t.seed, "seed of the weights and of the synthetic data (0 to 2^64-1)")
+      ->check(kNonNegative)
+      ->capture_default_str()
+      ->group(training);
   const std::string profiling = "Profiling (after the measurements, never during them)";
   cmd->add_flag("--profile", t.profile,
                 fmt::format(
@@ -124,7 +127,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
       "Options starting with --benchmark_ go to Google Benchmark, the harness (e.g. --benchmark_filter, "
       "--benchmark_repetitions=N whose samples are pooled, --benchmark_out=FILE --benchmark_out_format=json). "
       "--benchmark_min_time has no effect: each case runs mpbench's own sampler, set by --max-noise, --min-time and --timeout.\n"
-      "Exit status: 0 every case ok or skipped, 1 a case failed, 2 bad input, 130 interrupted (finished cases are kept).");
+      "Exit status: 0 every case ok or skipped, 1 a case failed or the document could not be written (it is then "
+      "kept in the temporary folder, as the error says), 2 bad input, 128 + the signal when Ctrl-C, SIGTERM or "
+      "SIGHUP interrupted it (130 for Ctrl-C; the finished cases are kept).");
   cmd->callback([cmd, o, noise, mintime, limit, max_noise, min_time, timeout, &exit_code] {
     for (const auto& extra : cmd->remaining())
       if (extra.rfind("--benchmark_", 0) == 0) o->benchmark_args.push_back(extra);

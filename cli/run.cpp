@@ -1,10 +1,12 @@
 #include "cli/run.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <set>
 
@@ -43,10 +45,20 @@ GemmShape parse_shape(const std::string& text) {
   std::smatch match;
   if (!std::regex_match(text, match, pattern))
     throw UsageError(fmt::format("bad --shape '{}': write MxNxK or MxNxKxBATCH, e.g. 4096x4096x4096", text));
-  GemmShape s{std::stoll(match[1]), std::stoll(match[2]), std::stoll(match[3]),
-              match[4].matched ? std::stoll(match[4]) : 1};
+  // Each dimension below 2^31 and each operand below 2^48 elements: the sizes stay exact in 64
+  // bits, and the memory check compares real sizes.
+  constexpr std::int64_t kMaxDimension = std::int64_t{1} << 31, kMaxElements = std::int64_t{1} << 48;
+  const auto dimension = [&](const std::ssub_match& digits) {
+    if (digits.length() > 10 || std::stoll(digits) >= kMaxDimension)
+      throw UsageError(fmt::format("bad --shape '{}': every dimension must be below 2^31", text));
+    return std::stoll(digits);
+  };
+  GemmShape s{dimension(match[1]), dimension(match[2]), dimension(match[3]), match[4].matched ? dimension(match[4]) : 1};
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0)
     throw UsageError(fmt::format("bad --shape '{}': every dimension must be at least 1", text));
+  for (const auto& [rows, cols] : {std::pair{s.m, s.k}, std::pair{s.n, s.k}, std::pair{s.m, s.n}})
+    if (static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(s.batch) >= double(kMaxElements))
+      throw UsageError(fmt::format("--shape {} needs operands of more than 2^48 elements: use a smaller shape", text));
   return s;
 }
 
@@ -156,6 +168,38 @@ std::vector<amp::Mode> transformer_modes(const std::vector<std::string>& precisi
 
 void print_line(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
 
+// Writes the document to `out`. Should that fail (a full disk, a folder gone), the document goes to
+// a file of its own in the temporary folder, and both are said: a finished run is never lost.
+// Returns where it went instead, or nothing when `out` took it.
+std::optional<std::string> write_result(const std::string& out, const ResultDocument& document) {
+  const std::string text = document.to_json().dump(2) + "\n";
+  try {
+    write_file_atomically(out, text);
+    return std::nullopt;
+  } catch (const UsageError& e) {
+    const auto kept = std::filesystem::temp_directory_path() / fmt::format("mpbench-result-{}.json", ::getpid());
+    try {
+      write_file_atomically(kept, text);
+      fmt::print(stderr, "mpbench: error: {}; the {} cases are kept in {}\n", e.what(), document.cases.size(),
+                 kept.string());
+    } catch (const UsageError& second) {
+      fmt::print(stderr, "mpbench: error: {}; nor could they be kept in {} ({}): the table above is all that is left\n",
+                 e.what(), kept.string(), second.what());
+    }
+    return kept.string();
+  }
+}
+
+// The files a run writes besides --out, checked before any work: a side output that cannot be
+// written must not cost the run its result document. Google Benchmark's own --benchmark_out too.
+void check_side_outputs(const RunOptions& options) {
+  const auto& transformer = options.transformer;
+  if (!transformer.trace_file.empty()) check_writable(transformer.trace_file);
+  if (!transformer.checkpoint_out.empty()) check_writable_folder(transformer.checkpoint_out);
+  for (const std::string& arg : options.benchmark_args)
+    if (arg.rfind("--benchmark_out=", 0) == 0) check_writable(arg.substr(std::string("--benchmark_out=").size()));
+}
+
 }  // namespace
 
 int run_benchmarks(const RunOptions& options) {
@@ -177,7 +221,7 @@ int run_benchmarks(const RunOptions& options) {
     throw UsageError(fmt::format("bad --filter '{}': {}", options.filter, e.what()));
   }
   check_writable(options.out);
-  if (!transformer_options.trace_file.empty()) check_writable(transformer_options.trace_file);
+  check_side_outputs(options);
   // --profile applies to every suite; --trace (which implies it) writes the transformer's traces only.
   const bool profile =
       transformer_options.profile || transformer_options.counters || !transformer_options.trace_file.empty();
@@ -254,16 +298,23 @@ int run_benchmarks(const RunOptions& options) {
   if (plan) document.run["suites"].push_back(workloads::kTransformerSuite);
   document.cases = std::move(outcome.cases);
   document.compute_speedups("fp32");
-  write_file_atomically(options.out, document.to_json().dump(2) + "\n");
 
+  // The table first: should the document not reach the disk, the results are still on the screen.
   std::fputs(microbench::format_summary(document).c_str(), stdout);
   warn_if_cpu_was_shared(backend);
+  const int interrupted_status = 128 + interrupting_signal();
+  if (outcome.interrupted && document.cases.empty()) {
+    fmt::print(stderr, "mpbench: interrupted before any case finished: left {} as it was\n", options.out);
+    return interrupted_status;
+  }
+  const std::optional<std::string> kept_elsewhere = write_result(options.out, document);
   const auto failed = std::count_if(document.cases.begin(), document.cases.end(),
                                     [](const CaseResult& c) { return c.status == CaseStatus::error; });
+  if (kept_elsewhere) return 1;
   std::printf("\nwrote %zu cases to %s\n", document.cases.size(), options.out.c_str());
   if (outcome.interrupted) {
     std::fprintf(stderr, "mpbench: interrupted: kept the %zu finished cases in %s\n", document.cases.size(), options.out.c_str());
-    return 130;
+    return interrupted_status;
   }
   if (failed) {
     std::fprintf(stderr, "mpbench: %ld case(s) failed: see their message in the table and in %s\n", static_cast<long>(failed), options.out.c_str());

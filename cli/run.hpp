@@ -25,7 +25,8 @@ struct RunOptions {
   workloads::TransformerSuiteOptions transformer;
 };
 
-// Returns the exit code: 0 all cases ok or skipped, 1 some case failed, 130 interrupted.
+// Returns the exit code: 0 all cases ok or skipped, 1 some case failed or the document went elsewhere,
+// 128 + the signal when interrupted.
 // Throws UsageError for bad input, before anything runs or is written.
 int run_benchmarks(const RunOptions& options);
 

@@ -30,7 +30,8 @@ class BackendError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Ctrl-C arrived while a case was being measured.
+// An interrupt (core/interrupt.hpp) arrived while a case was being measured or in the middle of a
+// training step; whoever runs the unit keeps what finished before it.
 class Interrupted : public std::runtime_error {
  public:
   Interrupted() : std::runtime_error("interrupted") {}

@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -157,7 +161,44 @@ std::string utc_timestamp_now() {
   return buf;
 }
 
+namespace {
+
+// Temporary files `path.tmp<pid>` that a process killed between writing and renaming left behind:
+// those of processes that no longer run are removed.
+void remove_stale_temporaries(const std::filesystem::path& path) {
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  const std::string prefix = path.filename().string() + ".tmp";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (::kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
+// What an existing `path` is when it is not a regular file ("a device"), or nothing.
+std::optional<std::string> not_a_regular_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  switch (status.type()) {
+    case std::filesystem::file_type::not_found:
+    case std::filesystem::file_type::regular: return std::nullopt;
+    case std::filesystem::file_type::directory: return "a folder";
+    case std::filesystem::file_type::fifo: return "a FIFO";
+    case std::filesystem::file_type::block:
+    case std::filesystem::file_type::character: return "a device";
+    default: return "not a regular file";
+  }
+}
+
+}  // namespace
+
 void write_file_atomically(const std::filesystem::path& path, const std::string& contents) {
+  check_writable(path);
+  remove_stale_temporaries(path);
   const auto temp = path.string() + fmt::format(".tmp{}", ::getpid());
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
@@ -165,6 +206,7 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
     out << contents;
     out.flush();
     if (!out) {
+      out.close();
       std::remove(temp.c_str());
       throw UsageError(fmt::format("writing '{}' failed (disk full?)", path.string()));
     }
@@ -178,13 +220,38 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 }
 
 void check_writable(const std::filesystem::path& path) {
+  if (path.empty()) throw UsageError("cannot write a file with an empty name: give a file name");
+  if (path.filename().string().size() > NAME_MAX || path.string().size() >= PATH_MAX)
+    throw UsageError(fmt::format("cannot write '{}': the name is longer than the file system allows",
+                                 path.string().substr(0, 80) + "..."));
   const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   if (!std::filesystem::is_directory(folder))
     throw UsageError(fmt::format("cannot write '{}': folder '{}' does not exist", path.string(), folder.string()));
-  if (std::filesystem::is_directory(path))
-    throw UsageError(fmt::format("cannot write '{}': it is a folder, give a file name", path.string()));
+  if (const auto kind = not_a_regular_file(path))
+    throw UsageError(fmt::format("cannot write '{}': it is {}, give a regular file's name", path.string(), *kind));
   if (::access(folder.c_str(), W_OK) != 0 || (std::filesystem::exists(path) && ::access(path.c_str(), W_OK) != 0))
     throw UsageError(fmt::format("cannot write '{}': permission denied", path.string()));
+}
+
+void check_writable_folder(const std::filesystem::path& folder) {
+  if (folder.empty()) throw UsageError("cannot write into a folder with an empty name: give a folder name");
+  std::error_code ec;
+  if (std::filesystem::is_directory(folder, ec)) {
+    if (::access(folder.c_str(), W_OK) != 0)
+      throw UsageError(fmt::format("cannot write into '{}': permission denied", folder.string()));
+    return;
+  }
+  if (const auto kind = not_a_regular_file(folder); std::filesystem::exists(folder, ec))
+    throw UsageError(fmt::format("cannot write into '{}': it is {}, not a folder", folder.string(),
+                                 kind.value_or("a file")));
+  // Created when first needed: the nearest existing folder above it must take it.
+  std::filesystem::path above = folder.parent_path();
+  while (!above.empty() && !std::filesystem::exists(above, ec)) above = above.parent_path();
+  if (above.empty()) above = ".";
+  if (!std::filesystem::is_directory(above, ec))
+    throw UsageError(fmt::format("cannot create '{}': '{}' is a file, not a folder", folder.string(), above.string()));
+  if (::access(above.c_str(), W_OK) != 0)
+    throw UsageError(fmt::format("cannot create '{}': '{}' is not writable", folder.string(), above.string()));
 }
 
 // A document of 100,000 cases with their samples is a few hundred MB.

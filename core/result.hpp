@@ -63,10 +63,15 @@ struct ResultDocument {
 std::string utc_timestamp_now();
 
 // Writes to a temporary file beside `path` and renames it over `path`, so readers never see a
-// partial document. Throws UsageError naming the path when it cannot be written.
+// partial document; temporaries that killed processes left beside it are removed. Throws
+// UsageError naming the path when it cannot be written (check_writable's reasons among them).
 void write_file_atomically(const std::filesystem::path& path, const std::string& contents);
-// Fails early, before a long run, when `path` cannot be created.
+// Fails early, before a long run, when `path` cannot be created: an empty or overlong name, a
+// missing or unwritable folder, or a target that exists and is not a regular file (a device such
+// as /dev/null, a FIFO, a folder: never replaced by a file).
 void check_writable(const std::filesystem::path& path);
+// The same for a folder files will be written into, created when first needed.
+void check_writable_folder(const std::filesystem::path& folder);
 ResultDocument load_result(const std::filesystem::path& path);
 
 }  // namespace mpbench

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "core/error.hpp"
@@ -198,6 +199,7 @@ std::vector<float> read_safetensors(const fs::path& path, const GptConfig& confi
 
   std::vector<float> values(tensors.back().offset + tensors.back().size, 0.0f);
   std::set<std::string> found;
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::string>> spans;  // begin -> end, tensor
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
     const auto tensor = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.name == name; });
@@ -223,10 +225,22 @@ std::vector<float> read_safetensors(const fs::path& path, const GptConfig& confi
     }
     from_file(layout, data + offsets[0].get<std::uint64_t>(), values.data() + tensor->offset);
     found.insert(name);
+    spans[offsets[0].get<std::uint64_t>()] = {offsets[1].get<std::uint64_t>(), name};
   }
   for (const ParameterTensor& tensor : tensors) {
     if (!found.contains(tensor.name)) throw invalid(fmt::format("tensor '{}' is missing", tensor.name));
   }
+  // The tensors' data must tile the data section: no byte read twice, none left out.
+  std::uint64_t covered = 0;
+  for (const auto& [begin, end_and_name] : spans) {
+    if (begin != covered)
+      throw invalid(fmt::format("tensor '{}' starts at byte {} of the data, where {}", end_and_name.second, begin,
+                                begin < covered ? "an earlier tensor's data still runs: the tensors overlap"
+                                                : fmt::format("the data from byte {} belongs to no tensor", covered)));
+    covered = end_and_name.first;
+  }
+  if (covered != data_size)
+    throw invalid(fmt::format("the data's last {} bytes belong to no tensor", data_size - covered));
   return values;
 }
 
@@ -417,6 +431,23 @@ Checkpoint read_checkpoint(const fs::path& dir) {
                                  grads_path.string()));
   }
   return checkpoint;
+}
+
+std::vector<float> params_for(const Checkpoint& checkpoint, const GptConfig& target) {
+  const auto from = parameter_layout(checkpoint.config), to = parameter_layout(target);
+  if (from.size() != to.size() || checkpoint.config.vocab != target.vocab ||
+      checkpoint.config.channels != target.channels)
+    throw UsageError(fmt::format("a {} checkpoint cannot start a {} model", checkpoint.config.name, target.name));
+  std::vector<float> params(static_cast<std::size_t>(parameter_count(target)), 0.0f);
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    // The real rows of a padded tensor (the token embedding), every element of the others.
+    const std::size_t real = from[i].name == "wte.weight"
+                                 ? static_cast<std::size_t>(target.vocab) * target.channels
+                                 : std::min(from[i].size, to[i].size);
+    std::copy_n(checkpoint.params.begin() + static_cast<std::ptrdiff_t>(from[i].offset), real,
+                params.begin() + static_cast<std::ptrdiff_t>(to[i].offset));
+  }
+  return params;
 }
 
 CheckpointBatch evaluate_batch(Gpt2Model<float>& model, const TokenBatch& batch) {

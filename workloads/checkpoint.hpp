@@ -38,6 +38,11 @@ struct Checkpoint {
   nlohmann::json info;  // the mpbench_info it was written with
 };
 
+// The checkpoint's parameters laid out for `target`, a config of the same model with any vocab_pad:
+// the file holds the real vocabulary's rows only, so the token embedding's rows are copied and the
+// padding rows are 0, whatever padding wrote it.
+std::vector<float> params_for(const Checkpoint& checkpoint, const GptConfig& target);
+
 // Writes the checkpoint of `params` (laid out as `tensors`, which may be any subset of
 // parameter_layout(config)) into `dir`, created if missing; each file is written atomically.
 // batch.grads, when not empty, is laid out as params. Throws UsageError when a file cannot be

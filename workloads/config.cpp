@@ -33,9 +33,9 @@ std::vector<std::string> config_names() {
 }
 
 GptConfig config_by_name(const std::string& name, int vocab_pad) {
-  if (vocab_pad < 1) {
-    throw UsageError("vocab padding must be at least 1 (1 keeps the vocabulary unpadded), got " +
-                     std::to_string(vocab_pad));
+  if (vocab_pad < 1 || vocab_pad > kMaxVocabPad) {
+    throw UsageError("vocab padding must be between 1 (1 keeps the vocabulary unpadded) and " +
+                     std::to_string(kMaxVocabPad) + ", got " + std::to_string(vocab_pad));
   }
   const auto* shape = std::find_if(std::begin(kShapes), std::end(kShapes),
                                    [&](const Shape& s) { return name == s.name; });

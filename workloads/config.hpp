@@ -22,9 +22,13 @@ struct GptConfig {
 // The names config_by_name() knows, smallest first.
 std::vector<std::string> config_names();
 
+// The largest vocab_pad: padding beyond any vocabulary's size pads nothing useful, and within it
+// padded_vocab() stays far inside an int.
+inline constexpr int kMaxVocabPad = 1 << 16;
+
 // `tiny` (tests), `small` (CPU runs), `gpt2-124m`, `gpt2-350m`, `gpt2-774m`. The GPT-2 sizes use
 // the 50257-token vocabulary padded to a multiple of vocab_pad (64 gives llm.c's 50304; 1 keeps
-// the odd size). Throws UsageError for an unknown name or a vocab_pad below 1.
+// the odd size). Throws UsageError for an unknown name or a vocab_pad outside [1, kMaxVocabPad].
 GptConfig config_by_name(const std::string& name, int vocab_pad = 64);
 
 // Every parameter, the padded rows of the token embedding included (as llm.c counts them).

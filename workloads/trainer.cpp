@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 
 namespace mpbench::workloads {
 
@@ -124,6 +125,7 @@ StepRecord Trainer::step(TokenSource& data) {
   record.loss_scale = loss_scaling_ ? scaler_.scale : 1.0;
   in_op_range(ops_, "zero_grad", -1, Phase::optimizer, [&] { model_.zero_grad(); });
   for (int micro = 0; micro < options_.micro_batches; ++micro) {
+    if (micro > 0) stop_if_interrupted();  // a step of many micro-batches must not outlast Ctrl-C
     const TokenBatch batch = data.next_batch(options_.batch, options_.seq_len);
     record.loss += model_.forward(batch.inputs.data(), batch.targets.data()) / options_.micro_batches;
     model_.backward(record.loss_scale / options_.micro_batches);

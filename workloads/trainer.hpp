@@ -86,7 +86,8 @@ class Trainer {
   Trainer(const GptConfig& config, const TrainOptions& options, TransformerOps<float>& ops, amp::Mode mode);
 
   // One optimizer step over options.micro_batches batches from `data`. Throws BackendError when the
-  // loss becomes NaN or inf in a mode without loss scaling.
+  // loss becomes NaN or inf in a mode without loss scaling, and Interrupted (core/error.hpp)
+  // when an interrupt comes between two micro-batches (the step is then dropped, not taken).
   StepRecord step(TokenSource& data);
 
   Gpt2Model<float>& model() { return model_; }

@@ -27,6 +27,10 @@ namespace mpbench::workloads {
 namespace {
 
 constexpr int kMarkovSuccessors = 4;  // successors per token of the synthetic chain
+// Bounds that keep every size product of a plan far inside 64 bits and every run finite.
+constexpr int kMaxBatch = 1 << 20;
+constexpr int kMaxMicroBatches = 1 << 16;
+constexpr int kMaxSteps = 1 << 20;
 constexpr double kMemoryHeadroom = 0.9;  // leave a tenth of the device to the ops' workspace and others
 
 bool on_cpu(const DeviceInfo& device) { return device.backend != "cuda"; }
@@ -77,9 +81,12 @@ void check_memory(const TransformerPlan& plan, const DeviceInfo& device) {
   const double available = kMemoryHeadroom * static_cast<double>(device.memory_bytes);
   const auto [need, mode] = largest_need(plan, device, plan.train.batch);
   if (static_cast<double>(need) <= available) return;
-  int fits = 0;
-  for (int b = plan.train.batch - 1; b >= 1 && fits == 0; --b)
-    if (static_cast<double>(largest_need(plan, device, b).first) <= available) fits = b;
+  // The need grows with the batch: the largest batch that fits, by bisection over [0, batch).
+  int fits = 0, too_large = plan.train.batch;
+  while (too_large - fits > 1) {
+    const int middle = fits + (too_large - fits) / 2;
+    (static_cast<double>(largest_need(plan, device, middle).first) <= available ? fits : too_large) = middle;
+  }
   const TrainOptions options = estimated_options(plan, device, mode, plan.train.batch);
   const std::size_t activations =
       activation_bytes_estimate(plan.config, options.batch, options.seq_len, options.attention, mode,
@@ -260,6 +267,10 @@ ProfiledSteps profile_steps(const TransformerPlan& plan, Trainer& trainer, Trans
   } catch (const profiler::CuptiUnavailable& e) {
     out = ProfiledSteps{};
     out.unprofiled_reason = e.what();
+  } catch (const Interrupted&) {
+    out = ProfiledSteps{};
+    out.unprofiled_reason = "interrupted during the profiled steps";
+    interrupted = true;
   }
   return out;
 }
@@ -280,7 +291,12 @@ ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<f
   const int every = std::max(1, plan.train.steps / 20);
   for (int s = 0; s < plan.train.steps; ++s) {
     if (time_ops && s == plan.timing_warmup) ops.time_ops_on_host(&run.op_times);
-    run.records.push_back(trainer.step(data));
+    try {
+      run.records.push_back(trainer.step(data));
+    } catch (const Interrupted&) {
+      run.interrupted = true;
+      return run;
+    }
     if (s % every == 0 || s + 1 == plan.train.steps) progress(progress_line(plan, mode, run.records.back()));
     if (interrupt_requested()) {
       run.interrupted = true;
@@ -414,8 +430,12 @@ void fill_profile(const TransformerPlan& plan, amp::Mode mode, const ProfiledSte
   if (!p.counters.is_null()) profile["counters"] = p.counters;
   if (!plan.trace_file.empty()) {
     const auto path = trace_path_for(plan.trace_file, mode);
-    profiler::write_chrome_trace(path, p.trace);
-    profile["trace"] = path.string();
+    try {  // a trace that cannot be written costs the trace, not the mode
+      profiler::write_chrome_trace(path, p.trace);
+      profile["trace"] = path.string();
+    } catch (const UsageError& e) {
+      profile["trace_error"] = e.what();
+    }
   }
   c.details["profile"] = std::move(profile);
 }
@@ -487,6 +507,25 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
                      "mode's types need"}};
 }
 
+// A mode interrupted before its last step: an error case that keeps the steps it finished (their
+// loss, time and loss scale), so that the run's document says how far it got.
+void keep_interrupted_steps(const TransformerPlan& plan, const ModeRun& run, CaseResult& c) {
+  nlohmann::json loss = nlohmann::json::array(), seconds = nlohmann::json::array(), scale = nlohmann::json::array();
+  for (const StepRecord& r : run.records) {
+    loss.push_back(r.loss);
+    seconds.push_back(r.seconds);
+    scale.push_back(r.loss_scale);
+  }
+  c.status = CaseStatus::error;
+  c.message = fmt::format("interrupted after {} of {} steps: no step-time statistics; the finished steps are in "
+                          "details",
+                          run.records.size(), plan.train.steps);
+  c.details["loss"] = loss;
+  c.details["step_seconds"] = seconds;
+  c.details["loss_scale"] = scale;
+  c.details["interrupted_after_steps"] = run.records.size();
+}
+
 }  // namespace
 
 std::string TransformerPlan::case_name() const {
@@ -528,6 +567,10 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
   if (options.batch < 0 || options.seq_len < 0 || options.steps < 0 || options.micro_batches < 1) {
     throw UsageError("--batch, --seq and --steps must be positive and --micro-batches at least 1");
   }
+  for (const auto& [option, value, most] : {std::tuple{"--batch", options.batch, kMaxBatch},
+                                            std::tuple{"--micro-batches", options.micro_batches, kMaxMicroBatches},
+                                            std::tuple{"--steps", options.steps, kMaxSteps}})
+    if (value > most) throw UsageError(fmt::format("{} {} is more than the {} mpbench runs", option, value, most));
   if (plan.train.seq_len > plan.config.max_seq) {
     throw UsageError(fmt::format("--seq {} is longer than config {}'s {} positions", plan.train.seq_len,
                                  plan.config.name, plan.config.max_seq));
@@ -583,7 +626,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     floor = chain->entropy_rate();
   }
   std::optional<std::vector<float>> initial;
-  if (!plan.checkpoint_in.empty()) initial = read_checkpoint(plan.checkpoint_in).params;
+  if (!plan.checkpoint_in.empty()) initial = params_for(read_checkpoint(plan.checkpoint_in), plan.config);
 
   bool noted_unprofiled = false;
   for (amp::Mode mode : plan.modes) {
@@ -625,11 +668,14 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
       auto data = make_data(plan, chain);
       const ModeRun run = train_mode(mode_plan, mode, ops, *data, initial ? &*initial : nullptr, on_cpu(device),
                                      device, start_profiler, progress);
-      if (run.interrupted) {
-        outcome.interrupted = true;
+      outcome.interrupted = run.interrupted;
+      if (run.interrupted && run.records.size() < static_cast<std::size_t>(plan.train.steps)) {
+        keep_interrupted_steps(mode_plan, run, c);
+        outcome.cases.push_back(std::move(c));
         return outcome;
       }
-      if (run.profiled && !run.profiled->unprofiled_reason.empty() && !std::exchange(noted_unprofiled, true))
+      if (run.profiled && !run.profiled->unprofiled_reason.empty() && !run.interrupted &&
+          !std::exchange(noted_unprofiled, true))
         progress(fmt::format("mpbench: note: --profile: cannot profile ({}); the run goes on unprofiled "
                              "(details.profile.status is \"unprofiled\")",
                              run.profiled->unprofiled_reason));
@@ -638,7 +684,15 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
       // Before this mode's checkpoint, whose fp32 evaluation adds fp32 plans.
       if (auto algorithms = gemm_algorithms_json(ops, mode); !algorithms.empty())
         c.details["gemm_algorithms"] = std::move(algorithms);
-      if (!plan.checkpoint_out.empty()) write_mode_checkpoint(plan, mode, run, ops, *data, c);
+      if (!plan.checkpoint_out.empty()) {
+        try {  // a checkpoint that cannot be written costs the checkpoint, not the mode
+          write_mode_checkpoint(plan, mode, run, ops, *data, c);
+        } catch (const UsageError& e) {
+          c.details["checkpoint"] = {{"error", e.what()}};
+          progress(fmt::format("transformer {} {}: note: the checkpoint was not written: {}", c.name, c.precision,
+                               e.what()));
+        }
+      }
     } catch (const OutOfMemoryError& e) {
       c.status = CaseStatus::error;
       c.message = fmt::format("out of memory: {} (the estimate was {}): use a smaller --batch or --seq", e.what(),
@@ -649,6 +703,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     }
     if (c.status == CaseStatus::error) progress(fmt::format("transformer {} {}: error: {}", c.name, c.precision, c.message));
     outcome.cases.push_back(std::move(c));
+    if (outcome.interrupted) return outcome;  // during its profiled steps: its timed steps are kept
   }
   return outcome;
 }

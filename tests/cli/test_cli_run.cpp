@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -240,33 +241,128 @@ TEST_F(CliRun, TraceIntoAMissingFolderFailsBeforeAnyWork) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
-TEST_F(CliRun, CtrlCKeepsTheFinishedCases) {
-  const auto out = folder_ / "r.json", err = folder_ / "err.txt";
+// mpbench run in a child process, stdout and stderr into files of the test's folder.
+pid_t start_mpbench(const std::vector<std::string>& args, const std::filesystem::path& err,
+                    const std::filesystem::path& out = "/dev/null") {
   const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    freopen(err.c_str(), "w", stderr);
-    freopen("/dev/null", "w", stdout);
-    const std::string binary = mpbench_binary();
-    execl(binary.c_str(), binary.c_str(), "run", "--suite", "bandwidth", "--device", "cpu", "--precision", "fp32",
-          "--out", out.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  // Wait until two cases have finished, then press Ctrl-C.
+  if (child != 0) return child;
+  freopen(err.c_str(), "w", stderr);
+  freopen(out.c_str(), "w", stdout);
+  const std::string binary = mpbench_binary();
+  std::vector<char*> argv{const_cast<char*>(binary.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(binary.c_str(), argv.data());
+  _exit(127);
+}
+
+void wait_for(const std::filesystem::path& err, const std::string& text) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (read_all(err).find("[2/") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+  while (read_all(err).find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  kill(child, SIGINT);
+}
+
+int exit_status_of(pid_t child) {
   int status = 0;
   waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130) << read_all(err);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+// Ctrl-C, a second Ctrl-C, SIGTERM and SIGHUP all stop the run after the current sample, and the
+// finished cases are kept; the exit status says which signal stopped it.
+class CliSignals : public CliRun, public ::testing::WithParamInterface<std::vector<int>> {};
+
+TEST_P(CliSignals, KeepTheFinishedCases) {
+  const auto out = folder_ / "r.json", err = folder_ / "err.txt";
+  const pid_t child = start_mpbench(
+      {"run", "--suite", "bandwidth", "--device", "cpu", "--precision", "fp32", "--out", out.string()}, err);
+  ASSERT_GT(child, 0);
+  wait_for(err, "[2/");  // two cases finished
+  for (int signal : GetParam()) kill(child, signal);
+  EXPECT_EQ(exit_status_of(child), 128 + GetParam().front()) << read_all(err);
   const ResultDocument d = load_result(out);
   EXPECT_TRUE(d.run["interrupted"].get<bool>());
   int ok = 0;
   for (const auto& c : d.cases) ok += c.status == CaseStatus::ok;
   EXPECT_GE(ok, 2);
   EXPECT_LT(d.cases.size(), 20u);  // the full sweep has far more
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, CliSignals,
+                         ::testing::Values(std::vector<int>{SIGINT}, std::vector<int>{SIGINT, SIGINT},
+                                           std::vector<int>{SIGTERM}, std::vector<int>{SIGHUP},
+                                           std::vector<int>{SIGTERM, SIGINT}),
+                         [](const auto& info) {
+                           std::string name;
+                           for (int signal : info.param) name += (name.empty() ? "" : "_then_") + std::string(sigabbrev_np(signal));
+                           return name;
+                         });
+
+TEST_F(CliRun, ARunInterruptedBeforeAnyCaseFinishedLeavesThePreviousDocument) {
+  const auto out = folder_ / "r.json", err = folder_ / "err.txt";
+  const std::string previous = "{\"previous\": true}\n";
+  std::ofstream(out) << previous;
+  const pid_t child = start_mpbench({"run", "--suite", "gemm", "--device", "cpu", "--precision", "fp32", "--filter",
+                                     "square_512/", "--min-time", "60", "--timeout", "120", "--out", out.string()},
+                                    err);
+  wait_for(err, "mpbench: 1 case on");
+  kill(child, SIGINT);
+  EXPECT_EQ(exit_status_of(child), 130) << read_all(err);
+  EXPECT_EQ(read_all(out), previous);
+  EXPECT_NE(read_all(err).find("interrupted before any case finished: left"), std::string::npos) << read_all(err);
+}
+
+TEST_F(CliRun, AClosedStderrCostsThePrintingNotTheResult) {
+  const auto out = folder_ / "r.json";
+  int pipe_ends[2];
+  ASSERT_EQ(pipe(pipe_ends), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    dup2(pipe_ends[1], STDERR_FILENO);
+    close(pipe_ends[0]);
+    freopen("/dev/null", "w", stdout);
+    const std::string binary = mpbench_binary();
+    execl(binary.c_str(), binary.c_str(), "run", "--suite", "cast", "--device", "cpu", "--quick", "--filter",
+          "cast/(copy|f32_to_bf16)/", "--out", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(pipe_ends[1]);
+  char first[64];
+  ASSERT_GT(read(pipe_ends[0], first, sizeof first), 0);  // it has started writing to stderr
+  close(pipe_ends[0]);  // every later line meets a closed pipe: SIGPIPE, or EPIPE when ignored
+  EXPECT_EQ(exit_status_of(child), 0);
+  EXPECT_EQ(load_result(out).cases.size(), 2u);
+}
+
+TEST_F(CliRun, AResultThatCannotBeWrittenIsKeptElsewhereAndSaidSo) {
+  const auto gone = folder_ / "gone", out = gone / "r.json", err = folder_ / "err.txt";
+  std::filesystem::create_directories(gone);
+  const pid_t child = start_mpbench({"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter",
+                                     "cast/(copy|f32_to_bf16)/", "--out", out.string()},
+                                    err, folder_ / "table.txt");
+  wait_for(err, "mpbench: 2 cases on");
+  std::filesystem::remove_all(gone);  // after the checks, before the write
+  EXPECT_EQ(exit_status_of(child), 1) << read_all(err);
+  EXPECT_NE(read_all(folder_ / "table.txt").find("f32_to_bf16"), std::string::npos) << "the table is printed first";
+  const std::string message = read_all(err);
+  const auto kept_at = message.find("cases are kept in ");
+  ASSERT_NE(kept_at, std::string::npos) << message;
+  const std::string kept = message.substr(kept_at + 18, message.find('\n', kept_at) - kept_at - 18);
+  EXPECT_EQ(load_result(kept).cases.size(), 2u);
+  std::filesystem::remove(kept);
+}
+
+TEST_F(CliRun, TemporaryFilesOfKilledRunsAreRemoved) {
+  const auto out = folder_ / "r.json";
+  // A pid that is not running: the largest pid_max allows is 2^22; this one is beyond it.
+  std::ofstream(folder_ / "r.json.tmp99999999") << "{";
+  std::ofstream(folder_ / "r.json.tmp1") << "{";  // pid 1 runs: not a leftover of a killed run
+  const Invocation r = run_mpbench(
+      {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "cast/copy/", "--out", out.string()}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(folder_ / "r.json.tmp99999999"));
+  EXPECT_TRUE(std::filesystem::exists(folder_ / "r.json.tmp1"));
 }
 
 }  // namespace

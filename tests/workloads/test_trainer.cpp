@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "tests/workloads/gradient_check.hpp"
 #include "workloads/reference_ops.hpp"
 #include "workloads/trainer.hpp"
@@ -126,6 +128,33 @@ TEST_F(TinyTraining, SameSeedSameCurve) {
   }
   o.seed = 4;
   EXPECT_NE(train(config_, o, other_data, ops_).front().loss, first.front().loss);
+}
+
+// Counts the batches it hands out and asks for an interrupt at the `interrupt_at`-th.
+class InterruptingSource final : public TokenSource {
+ public:
+  InterruptingSource(const MarkovChain& chain, int interrupt_at) : data_(chain, 5), interrupt_at_(interrupt_at) {}
+  TokenBatch next_batch(int batch, int seq_len) override {
+    if (++handed_out == interrupt_at_) request_interrupt();
+    return data_.next_batch(batch, seq_len);
+  }
+  int handed_out = 0;
+
+ private:
+  MarkovTokenStream data_;
+  int interrupt_at_;
+};
+
+TEST_F(TinyTraining, AnInterruptStopsAStepBetweenItsMicroBatches) {
+  TrainOptions o = options();
+  o.micro_batches = 1000;
+  Trainer trainer(config_, o, ops_, amp::Mode::fp32);
+  InterruptingSource data(chain_, 3);
+  EXPECT_THROW(trainer.step(data), Interrupted);
+  const bool asked = interrupt_requested();
+  clear_interrupt();
+  EXPECT_TRUE(asked);
+  EXPECT_EQ(data.handed_out, 3) << "the step stops before its fourth micro-batch";
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // the cases a run produces.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "tests/workloads/gradient_check.hpp"
@@ -381,20 +383,94 @@ TEST(TransformerSuite, EachModeRecordsTheGemmAlgorithmsOfItsPrecision) {
                             {"k", 16}}));
 }
 
-TEST(TransformerSuite, AnInterruptKeepsOnlyFinishedModes) {
+// The finished modes are kept as they are; the interrupted one is an error case that keeps the
+// steps it finished, and no mode after it runs.
+TEST(TransformerSuite, AnInterruptKeepsFinishedModesAndTheStepsOfTheInterruptedOne) {
   const DeviceInfo device = cpu_with(64ull << 30);
   TransformerSuiteOptions o = tiny(4);
-  o.modes = {amp::Mode::fp32, amp::Mode::bf16};
+  o.modes = {amp::Mode::fp32, amp::Mode::bf16, amp::Mode::amp_bf16};
   const TransformerPlan plan = plan_transformer_run(o, device);
   ReferenceOps<float> ops;
   int lines = 0;
   const auto outcome = run_transformer_suite(plan, ops, device, [&](const std::string&) {
-    if (++lines == 6) request_interrupt();  // during the second mode
+    if (++lines == 6) request_interrupt();  // after the second mode's second step
   });
   clear_interrupt();
   EXPECT_TRUE(outcome.interrupted);
-  ASSERT_EQ(outcome.cases.size(), 1u);
+  ASSERT_EQ(outcome.cases.size(), 2u);
   EXPECT_EQ(outcome.cases[0].precision, "fp32");
+  EXPECT_EQ(outcome.cases[0].status, CaseStatus::ok);
+  const CaseResult& cut = outcome.cases[1];
+  EXPECT_EQ(cut.precision, "bf16");
+  EXPECT_EQ(cut.status, CaseStatus::error);
+  EXPECT_NE(cut.message.find("interrupted after 2 of 4 steps"), std::string::npos) << cut.message;
+  EXPECT_EQ(cut.details["interrupted_after_steps"], 2);
+  EXPECT_EQ(cut.details["loss"].size(), 2u);
+  EXPECT_EQ(cut.details["step_seconds"].size(), 2u);
+  EXPECT_FALSE(cut.seconds.has_value()) << "no step-time statistics from a cut mode";
+}
+
+// Side outputs that fail mid-run (the checkpoint's or trace's folder is a file) cost themselves, not
+// the mode: the case is ok and says what could not be written.
+TEST(TransformerSuite, ACheckpointOrTraceThatCannotBeWrittenCostsOnlyItself) {
+  const DeviceInfo device = cpu_with(64ull << 30);
+  TransformerSuiteOptions o = tiny(3);
+  o.modes = {amp::Mode::fp32};
+  o.checkpoint_out = "/etc/hostname/ckpt";
+  o.trace_file = "/etc/hostname/trace.json";
+  const TransformerPlan plan = plan_transformer_run(o, device);
+  ReferenceOps<float> ops;
+  std::string notes;
+  const auto outcome =
+      run_transformer_suite(plan, ops, device, [&](const std::string& line) { notes += line + "\n"; });
+  ASSERT_EQ(outcome.cases.size(), 1u);
+  const CaseResult& c = outcome.cases[0];
+  EXPECT_EQ(c.status, CaseStatus::ok) << c.message;
+  EXPECT_NE(c.details["checkpoint"]["error"].get<std::string>().find("/etc/hostname"), std::string::npos);
+  EXPECT_NE(c.details["profile"]["trace_error"].get<std::string>().find("/etc/hostname"), std::string::npos);
+  EXPECT_NE(notes.find("the checkpoint was not written"), std::string::npos) << notes;
+}
+
+TEST(TransformerPlan, SizesBeyondTheirBoundsAreRefusedBeforeAnyWork) {
+  const DeviceInfo device = cpu_with(64ull << 30);
+  for (auto [set, says] : std::initializer_list<std::pair<std::function<void(TransformerSuiteOptions&)>, const char*>>{
+           {[](TransformerSuiteOptions& o) { o.batch = 100000000; }, "--batch 100000000 is more than"},
+           {[](TransformerSuiteOptions& o) { o.micro_batches = 1000000000; }, "--micro-batches 1000000000"},
+           {[](TransformerSuiteOptions& o) { o.steps = 2000000000; }, "--steps 2000000000"},
+           {[](TransformerSuiteOptions& o) { o.vocab_pad = 2147483647; }, "vocab padding must be between 1"}}) {
+    TransformerSuiteOptions o = tiny(4);
+    set(o);
+    try {
+      plan_transformer_run(o, device);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(TransformerPlan, TheBatchThatFitsIsFoundQuicklyForAHugeBatch) {
+  // A GPU of 24 GiB and the largest batch allowed: the suggestion is the largest batch that fits
+  // (found by bisection: a linear search from 2^20 down took minutes).
+  DeviceInfo gpu = cpu_with(24ull << 30);
+  gpu.backend = "cuda";
+  TransformerSuiteOptions o;
+  o.config = "gpt2-124m";
+  o.batch = 1 << 20;
+  o.modes = {amp::Mode::fp32};
+  std::string message;
+  try {
+    plan_transformer_run(o, gpu);
+  } catch (const UsageError& e) {
+    message = e.what();
+  }
+  const auto fits_at = message.find("--batch ", message.find("usable"));
+  ASSERT_NE(fits_at, std::string::npos) << message;
+  const int fits = std::stoi(message.substr(fits_at + 8));
+  o.batch = fits;
+  EXPECT_NO_THROW(plan_transformer_run(o, gpu)) << "the suggested batch fits";
+  o.batch = fits + 1;
+  EXPECT_THROW(plan_transformer_run(o, gpu), UsageError) << "and is the largest that does";
 }
 
 }  // namespace
