@@ -21,6 +21,12 @@ int main(int argc, char** argv) {
   mpbench::cli::add_policy_command(app, exit_code);
   mpbench::cli::add_compare_command(app, exit_code);
   mpbench::cli::add_explain_command(app, exit_code);
+  if (argc > 1 && argv[1][0] == '-' && std::string(argv[1]) != "--help" && std::string(argv[1]) != "-h" &&
+      std::string(argv[1]) != "--version") {
+    std::fprintf(stderr, "mpbench: error: unknown option '%s' before the command: write mpbench COMMAND [OPTIONS] "
+                 "(see mpbench --help)\n", argv[1]);
+    return 2;
+  }
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;

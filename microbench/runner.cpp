@@ -22,7 +22,21 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 
 }  // namespace
 
+// Google Benchmark takes --benchmark_repetitions as any integer and fails deep inside on a
+// negative one: checked here, with a message.
+void check_repetitions(const std::vector<std::string>& args) {
+  const std::string flag = "--benchmark_repetitions=";
+  for (const std::string& a : args) {
+    if (a.rfind(flag, 0) != 0) continue;
+    const std::string value = a.substr(flag.size());
+    if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(value) < 1)
+      throw UsageError(fmt::format("{}: the repetitions must be a whole number from 1 to 999999", a));
+  }
+}
+
 void configure_google_benchmark(const std::vector<std::string>& args) {
+  check_repetitions(args);
   std::vector<std::string> owned{"mpbench"};
   owned.insert(owned.end(), args.begin(), args.end());
   std::vector<char*> argv;

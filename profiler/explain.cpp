@@ -214,33 +214,48 @@ void datasheet_rule(const CaseResult& c, const CaseResult& base, double speedup,
                          {"baseline_peak_tflops", *base_peak}, {"pct_of_peak", c.rates.value("pct_of_peak", json())}}));
 }
 
-// Ridge point of the measured roofline: best GEMM rate of this precision over best bandwidth.
-std::optional<double> ridge_flop_per_byte(const ResultDocument& doc, const std::string& precision) {
-  double best_tflops = 0, best_gbps = 0;
+using CaseIdentity = std::tuple<std::string, std::string, std::string, std::string>;  // suite, name, backend, precision
+
+// What rules read from the whole document, gathered once: a scan of the document per case would
+// make explain quadratic in the number of cases.
+struct DocumentFacts {
+  std::map<CaseIdentity, double> recorded_speedups;   // the document's, over the baseline
+  std::map<std::string, double> ridge_flop_per_byte;  // per precision: best GEMM rate over best bandwidth
+};
+
+DocumentFacts gather_facts(const ResultDocument& doc, const std::string& baseline) {
+  DocumentFacts facts;
+  for (const auto& s : doc.speedups)
+    if (s.baseline == baseline) facts.recorded_speedups[{s.suite, s.name, s.backend, s.precision}] = s.value;
+  std::map<std::string, double> best_tflops;
+  double best_gbps = 0;
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;
-    if (c.suite == "gemm" && c.precision == precision) best_tflops = std::max(best_tflops, c.rates.value("tflops", 0.0));
+    if (c.suite == "gemm") best_tflops[c.precision] = std::max(best_tflops[c.precision], c.rates.value("tflops", 0.0));
     const auto kernel = c.params.value("kernel", std::string());
     if (c.suite == "bandwidth" && kernel.find("pinned") == std::string::npos)
       best_gbps = std::max(best_gbps, c.rates.value("gbps", 0.0));
   }
-  if (best_tflops <= 0 || best_gbps <= 0) return std::nullopt;
-  return best_tflops * 1e12 / (best_gbps * 1e9);
+  for (const auto& [precision, tflops] : best_tflops)
+    if (tflops > 0 && best_gbps > 0) facts.ridge_flop_per_byte[precision] = tflops * 1e12 / (best_gbps * 1e9);
+  return facts;
 }
 
-void memory_bound_gemm_rule(const CaseResult& c, const ResultDocument& doc, std::vector<Finding>& out) {
+// The ridge point of the measured roofline: below it, a GEMM is memory bound.
+void memory_bound_gemm_rule(const CaseResult& c, const DocumentFacts& facts, std::vector<Finding>& out) {
   const auto flops = number_at(c.params, {"flops"});
   const auto bytes = number_at(c.params, {"bytes"});
-  const auto ridge = ridge_flop_per_byte(doc, c.precision);
-  if (!flops || !bytes || *bytes <= 0 || !ridge) return;
+  const auto found = facts.ridge_flop_per_byte.find(c.precision);
+  if (!flops || !bytes || *bytes <= 0 || found == facts.ridge_flop_per_byte.end()) return;
+  const double ridge = found->second;
   const double intensity = *flops / *bytes;
-  if (intensity >= *ridge) return;
+  if (intensity >= ridge) return;
   out.push_back(finding("memory_bound", "info",
                         fmt::format("{:.1f} FLOP/byte is below the measured ridge of {:.1f} FLOP/byte (best GEMM rate "
                                     "over best bandwidth in this document): memory bound, where a 16-bit type at best "
                                     "halves the time",
-                                    intensity, *ridge),
-                        {{"flop_per_byte", intensity}, {"ridge_flop_per_byte", *ridge}}));
+                                    intensity, ridge),
+                        {{"flop_per_byte", intensity}, {"ridge_flop_per_byte", ridge}}));
 }
 
 // Stream kernels move bytes: 16-bit arrays halve them, so 2x is the bound a memory-bound kernel
@@ -472,12 +487,10 @@ void gemm_algorithms_rule(const CaseResult& c, std::vector<Finding>& out) {
                         std::move(evidence)));
 }
 
-std::optional<double> measured_speedup(const ResultDocument& doc, const CaseResult& c, const CaseResult* base,
-                                       const std::string& baseline) {
-  for (const auto& s : doc.speedups)
-    if (s.suite == c.suite && s.name == c.name && s.backend == c.backend && s.precision == c.precision &&
-        s.baseline == baseline)
-      return s.value;
+std::optional<double> measured_speedup(const DocumentFacts& facts, const CaseResult& c, const CaseResult* base) {
+  if (const auto found = facts.recorded_speedups.find({c.suite, c.name, c.backend, c.precision});
+      found != facts.recorded_speedups.end())
+    return found->second;
   if (base && base->seconds && c.seconds && c.seconds->median > 0) return base->seconds->median / c.seconds->median;
   return std::nullopt;
 }
@@ -508,13 +521,13 @@ void vocabulary_rule(const CaseResult& c, std::vector<Finding>& out) {
        {"suggested_padded_vocab", suggested}}));
 }
 
-CaseExplanation explain_case(const ResultDocument& doc, const CaseResult& c, const CaseResult* base,
-                             const std::string& baseline) {
-  CaseExplanation e{full_id(c), c.precision, measured_speedup(doc, c, base, baseline), std::nullopt, {}};
+CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& facts, const CaseResult& c,
+                             const CaseResult* base, const std::string& baseline) {
+  CaseExplanation e{full_id(c), c.precision, measured_speedup(facts, c, base), std::nullopt, {}};
   if (c.suite == "gemm") {
     gpu_gemm_rules(c, e.findings);
     cpu_gemm_rules(c, doc, e.findings);
-    memory_bound_gemm_rule(c, doc, e.findings);
+    memory_bound_gemm_rule(c, facts, e.findings);
   }
   if (base && e.speedup) {
     if (*e.speedup < 1)
@@ -602,16 +615,17 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
     throw UsageError(fmt::format("no case ran in the baseline precision '{}': pick one that ran with --baseline",
                                  baseline));
   Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc)};
+  const DocumentFacts facts = gather_facts(doc, baseline);
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;
     if (c.precision == baseline) {
       // A baseline case is listed only when a rule explains something about it (e.g. pedantic fp32).
-      auto own = explain_case(doc, c, nullptr, baseline);
+      auto own = explain_case(doc, facts, c, nullptr, baseline);
       if (!own.findings.empty()) out.cases.push_back(std::move(own));
       continue;
     }
     auto it = baseline_cases.find(key_of(c));
-    out.cases.push_back(explain_case(doc, c, it == baseline_cases.end() ? nullptr : it->second, baseline));
+    out.cases.push_back(explain_case(doc, facts, c, it == baseline_cases.end() ? nullptr : it->second, baseline));
   }
   return out;
 }

@@ -97,10 +97,18 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-const CaseResult* find_case(const ResultDocument& doc, const Speedup& s, const std::string& precision) {
-  for (const CaseResult& c : doc.cases)
-    if (c.suite == s.suite && c.name == s.name && c.backend == s.backend && c.precision == precision) return &c;
-  return nullptr;
+// The document's cases by suite, name, backend and precision: looked up once per speedup.
+using CasesById = std::map<std::tuple<std::string, std::string, std::string, std::string>, const CaseResult*>;
+
+CasesById cases_by_id(const ResultDocument& doc) {
+  CasesById cases;
+  for (const CaseResult& c : doc.cases) cases[{c.suite, c.name, c.backend, c.precision}] = &c;
+  return cases;
+}
+
+const CaseResult* find_case(const CasesById& cases, const Speedup& s, const std::string& precision) {
+  const auto found = cases.find({s.suite, s.name, s.backend, precision});
+  return found == cases.end() ? nullptr : found->second;
 }
 
 // Seconds per step of the GEMM categories and of everything else, from a case's breakdown.
@@ -123,10 +131,11 @@ std::string path_of(const CaseResult& c) {
 // Each trained mode against the baseline, split into its GEMMs and the rest where it was timed.
 void training_figures(const ResultDocument& doc, const std::vector<Speedup>& speedups, const std::string& baseline,
                       std::vector<Finding>& out) {
+  const CasesById cases = cases_by_id(doc);
   for (const Speedup& s : speedups) {
     if (s.suite != "transformer") continue;
-    const CaseResult* mode = find_case(doc, s, s.precision);
-    const CaseResult* base = find_case(doc, s, baseline);
+    const CaseResult* mode = find_case(cases, s, s.precision);
+    const CaseResult* base = find_case(cases, s, baseline);
     std::string message = fmt::format("{} trains at {:.2f}x {}'s speed per step", s.precision, s.value, baseline);
     json evidence = {{"case", s.name}, {"speedup", s.value}};
     if (mode && base) {
