@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "core/error.hpp"
 #include "core/result.hpp"
 #include "profiler/explain.hpp"
 
@@ -21,7 +22,14 @@ struct ExplainArgs {
 };
 
 int run_explain(const ExplainArgs& args) {
-  const auto explanation = profiler::explain(load_result(args.result), args.baseline);
+  const ResultDocument document = load_result(args.result);
+  const auto explanation = [&] {
+    try {
+      return profiler::explain(document, args.baseline);
+    } catch (const UsageError& e) {  // what the document lacks: say which document
+      throw UsageError(fmt::format("'{}': {}", args.result, e.what()));
+    }
+  }();
   if (args.json) fmt::print("{}\n", explanation.to_json().dump(2));
   else fmt::print("{}", explanation.to_text());
   return 0;

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && argv[1][0] == '-' && std::string(argv[1]) != "--help" && std::string(argv[1]) != "-h" &&
       std::string(argv[1]) != "--version") {
     std::fprintf(stderr, "mpbench: error: unknown option '%s' before the command: write mpbench COMMAND [OPTIONS] "
-                 "(see mpbench --help)\n", argv[1]);
+                 "(see mpbench --help)\n", mpbench::printable(argv[1]).c_str());
     return 2;
   }
   if (argc > 1 && argv[1][0] != '-') {
@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
       known |= sub->get_name() == argv[1];
     }
     if (!known) {
-      std::fprintf(stderr, "mpbench: error: unknown command '%s': use one of %s\n", argv[1], names.c_str());
+      std::fprintf(stderr, "mpbench: error: unknown command '%s': use one of %s\n", mpbench::printable(argv[1]).c_str(),
+                   names.c_str());
       return 2;
     }
   }
@@ -43,13 +44,14 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::fprintf(stderr, "mpbench: error: %s (see mpbench --help, or mpbench COMMAND --help)\n", e.what());
+    std::fprintf(stderr, "mpbench: error: %s (see mpbench --help, or mpbench COMMAND --help)\n",
+                 mpbench::printable(e.what()).c_str());
     return 2;
   } catch (const mpbench::UsageError& e) {
-    std::fprintf(stderr, "mpbench: error: %s\n", e.what());
+    std::fprintf(stderr, "mpbench: error: %s\n", mpbench::printable(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "mpbench: error: %s\n", e.what());
+    std::fprintf(stderr, "mpbench: error: %s\n", mpbench::printable(e.what()).c_str());
     return 1;
   }
   return exit_code;

@@ -2,8 +2,13 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace mpbench {
+
+// `text` with every byte that is not printable ASCII written as \xNN: messages quote what users
+// gave (file contents, names), which must not reach a terminal as escape sequences or break a line.
+std::string printable(std::string_view text);
 
 // Bad input from the user (unknown name, unparsable value, impossible request). The CLI prints
 // the message on one line, prefixed with "mpbench: error: ", and exits with status 2.

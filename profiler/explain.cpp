@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
+#include "profiler/evidence.hpp"
 #include "profiler/verdict.hpp"
 
 namespace mpbench::profiler {
@@ -103,26 +104,6 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep = "
   return out;
 }
 
-std::optional<double> number_at(const json& j, std::initializer_list<const char*> path) {
-  const json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object() || !at->contains(key)) return std::nullopt;
-    at = &(*at)[key];
-  }
-  return at->is_number() ? std::optional<double>(at->get<double>()) : std::nullopt;
-}
-
-// j[key] where j may lack the key: operator[] on a const json is undefined behaviour then.
-const json& member_or_null(const json& j, const char* key) {
-  static const json kNull;
-  return j.is_object() && j.contains(key) ? j[key] : kNull;
-}
-
-std::string string_or(const json& j, const char* key, const std::string& otherwise) {
-  const json& v = member_or_null(j, key);
-  return v.is_string() ? v.get<std::string>() : otherwise;
-}
-
 Finding finding(std::string rule, std::string severity, std::string message, json evidence) {
   return {std::move(rule), std::move(severity), std::move(message), std::move(evidence)};
 }
@@ -133,8 +114,8 @@ void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
   if (!algo.contains("tensor_cores") || !algo["tensor_cores"].is_boolean()) return;
   const bool tensor_cores = algo["tensor_cores"].get<bool>();
   const auto misaligned = misaligned_dims(c.params, alignment_elements(c.precision));
-  json evidence = {{"tensor_cores", tensor_cores}, {"m", c.params.value("m", json())},
-                   {"n", c.params.value("n", json())}, {"k", c.params.value("k", json())}};
+  json evidence = {{"tensor_cores", tensor_cores}, {"m", member_or_null(c.params, "m")},
+                   {"n", member_or_null(c.params, "n")}, {"k", member_or_null(c.params, "k")}};
   for (const char* field : {"algo_id", "tile", "math"})
     if (algo.contains(field)) evidence[field] = algo[field];
   if (!tensor_cores && c.precision == "fp32") {
@@ -187,7 +168,7 @@ void cpu_gemm_rules(const CaseResult& c, const ResultDocument& doc, std::vector<
                            : impl.find("fp16") != std::string::npos || impl.find("f16") != std::string::npos;
   if (native) return;
   json evidence = {{"implementation", impl}};
-  const std::string capped = doc.run.value("cpu_isa", "");
+  const std::string capped = string_or(doc.run, "cpu_isa", "");
   if (!capped.empty()) evidence["cpu_isa"] = capped;
   if (doc.env.contains("onednn") && doc.env["onednn"].contains("effective_isa"))
     evidence["effective_isa"] = doc.env["onednn"]["effective_isa"];
@@ -211,7 +192,7 @@ void datasheet_rule(const CaseResult& c, const CaseResult& base, double speedup,
                         fmt::format("{:.2f}x over {} where the datasheet peaks allow {:.2f}x ({} of it)", speedup,
                                     base.precision, allowed, pct(speedup / allowed)),
                         {{"speedup", speedup}, {"datasheet_ratio", allowed}, {"peak_tflops", *peak},
-                         {"baseline_peak_tflops", *base_peak}, {"pct_of_peak", c.rates.value("pct_of_peak", json())}}));
+                         {"baseline_peak_tflops", *base_peak}, {"pct_of_peak", member_or_null(c.rates, "pct_of_peak")}}));
 }
 
 using CaseIdentity = std::tuple<std::string, std::string, std::string, std::string>;  // suite, name, backend, precision
@@ -231,10 +212,11 @@ DocumentFacts gather_facts(const ResultDocument& doc, const std::string& baselin
   double best_gbps = 0;
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;
-    if (c.suite == "gemm") best_tflops[c.precision] = std::max(best_tflops[c.precision], c.rates.value("tflops", 0.0));
-    const auto kernel = c.params.value("kernel", std::string());
+    if (c.suite == "gemm")
+      best_tflops[c.precision] = std::max(best_tflops[c.precision], number_at(c.rates, {"tflops"}).value_or(0.0));
+    const auto kernel = string_or(c.params, "kernel", "");
     if (c.suite == "bandwidth" && kernel.find("pinned") == std::string::npos)
-      best_gbps = std::max(best_gbps, c.rates.value("gbps", 0.0));
+      best_gbps = std::max(best_gbps, number_at(c.rates, {"gbps"}).value_or(0.0));
   }
   for (const auto& [precision, tflops] : best_tflops)
     if (tflops > 0 && best_gbps > 0) facts.ridge_flop_per_byte[precision] = tflops * 1e12 / (best_gbps * 1e9);
@@ -555,14 +537,14 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
 std::vector<Finding> cast_rules(const ResultDocument& doc) {
   std::vector<Finding> out;
   for (const auto& c : doc.cases) {
-    if (c.suite != "cast" || c.status != CaseStatus::ok || c.params.value("kernel", "") == "copy") continue;
+    if (c.suite != "cast" || c.status != CaseStatus::ok || string_or(c.params, "kernel", "") == "copy") continue;
     const auto of_copy = number_at(c.rates, {"pct_of_copy"});
     if (!of_copy || *of_copy >= kCastPctOfCopy) continue;
     out.push_back(finding("cast_slower_than_copy", "warning",
                           fmt::format("{} runs at {:.1f}% of a copy of the same elements: each cast in a mixed-"
                                       "precision step costs {:.1f}x a copy",
                                       c.name, *of_copy, 100.0 / *of_copy),
-                          {{"case", full_id(c)}, {"pct_of_copy", *of_copy}, {"gbps", c.rates.value("gbps", json())}}));
+                          {{"case", full_id(c)}, {"pct_of_copy", *of_copy}, {"gbps", member_or_null(c.rates, "gbps")}}));
   }
   return out;
 }

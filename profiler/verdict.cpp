@@ -8,6 +8,7 @@
 
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
+#include "profiler/evidence.hpp"
 
 namespace mpbench::profiler {
 
@@ -23,11 +24,9 @@ struct PathSeen {
 std::map<std::string, PathSeen> gemm_paths(const ResultDocument& doc) {
   std::map<std::string, PathSeen> paths;
   for (const CaseResult& c : doc.cases) {
-    const json& g = c.details.contains("gemm_path") ? c.details["gemm_path"] : json();
-    if (!g.is_object() || !g.contains("precision") || !g["precision"].is_string() || !g.contains("path") ||
-        !g["path"].is_string())
-      continue;
-    paths.try_emplace(g["precision"].get<std::string>(), PathSeen{g["path"].get<std::string>(), g.value("reason", "")});
+    const json& g = member_or_null(c.details, "gemm_path");
+    const std::string precision = string_or(g, "precision", ""), path = string_or(g, "path", "");
+    if (!precision.empty() && !path.empty()) paths.try_emplace(precision, PathSeen{path, string_or(g, "reason", "")});
   }
   return paths;
 }
@@ -40,17 +39,15 @@ std::vector<std::string> with_path(const std::map<std::string, PathSeen>& paths,
 }
 
 std::string device_name(const ResultDocument& doc) {
-  const json& device = doc.env.contains("device") ? doc.env["device"] : json();
-  return device.is_object() && device.contains("name") && device["name"].is_string() ? device["name"].get<std::string>()
-                                                                                      : "this device";
+  return string_or(member_or_null(doc.env, "device"), "name", "this device");
 }
 
-bool on_gpu(const ResultDocument& doc) { return doc.run.value("device", std::string()) == "cuda"; }
+bool on_gpu(const ResultDocument& doc) { return string_or(doc.run, "device", "") == "cuda"; }
 
 // The CPU flags that decide its low-precision paths, those it has.
 std::vector<std::string> present_cpu_flags(const ResultDocument& doc) {
   std::vector<std::string> present;
-  const json& flags = doc.env.contains("cpu") && doc.env["cpu"].contains("flags") ? doc.env["cpu"]["flags"] : json();
+  const json& flags = member_or_null(member_or_null(doc.env, "cpu"), "flags");
   if (!flags.is_object()) return present;
   for (const auto& [flag, has] : flags.items())
     if (has.is_boolean() && has.get<bool>()) present.push_back(flag);
@@ -114,8 +111,9 @@ const CaseResult* find_case(const CasesById& cases, const Speedup& s, const std:
 // Seconds per step of the GEMM categories and of everything else, from a case's breakdown.
 std::pair<double, double> gemm_and_rest(const CaseResult& c) {
   double gemm = 0, rest = 0;
-  if (!c.details.contains("breakdown")) return {0, 0};
-  for (const auto& [name, seconds] : breakdown_categories(c.details["breakdown"])) {
+  const json& breakdown = member_or_null(c.details, "breakdown");
+  if (!breakdown.is_object()) return {0, 0};
+  for (const auto& [name, seconds] : breakdown_categories(breakdown)) {
     // A CPU breakdown's "gemm", or a GPU breakdown's GEMMs on Tensor Cores or CUDA cores.
     const auto category = parse_category(name);
     (name == "gemm" || (category && is_gemm(*category)) ? gemm : rest) += seconds;
@@ -123,10 +121,7 @@ std::pair<double, double> gemm_and_rest(const CaseResult& c) {
   return {gemm, rest};
 }
 
-std::string path_of(const CaseResult& c) {
-  const json& g = c.details.contains("gemm_path") ? c.details["gemm_path"] : json();
-  return g.is_object() && g.contains("path") && g["path"].is_string() ? g["path"].get<std::string>() : "";
-}
+std::string path_of(const CaseResult& c) { return string_or(member_or_null(c.details, "gemm_path"), "path", ""); }
 
 // Each trained mode against the baseline, split into its GEMMs and the rest where it was timed.
 void training_figures(const ResultDocument& doc, const std::vector<Speedup>& speedups, const std::string& baseline,
@@ -189,9 +184,9 @@ void bandwidth_figures(const std::vector<Speedup>& speedups, const std::string& 
 void cast_figures(const ResultDocument& doc, std::vector<Finding>& out) {
   std::vector<double> pct_of_copy;
   for (const CaseResult& c : doc.cases)
-    if (c.suite == "cast" && c.status == CaseStatus::ok && c.params.value("kernel", "") != "copy" &&
-        c.rates.contains("pct_of_copy") && c.rates["pct_of_copy"].is_number())
-      pct_of_copy.push_back(c.rates["pct_of_copy"].get<double>());
+    if (const auto pct = number_at(c.rates, {"pct_of_copy"});
+        c.suite == "cast" && c.status == CaseStatus::ok && string_or(c.params, "kernel", "") != "copy" && pct)
+      pct_of_copy.push_back(*pct);
   if (pct_of_copy.empty()) return;
   const double m = median(pct_of_copy);
   out.push_back({"verdict_casts", "info",

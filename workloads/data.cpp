@@ -151,13 +151,18 @@ std::vector<std::uint16_t> read_token_file(const std::string& path, int vocab) {
 FileTokenSource::FileTokenSource(const std::string& path, int vocab)
     : path_(path), tokens_(read_token_file(path, vocab)) {}
 
-TokenBatch FileTokenSource::next_batch(int batch, int seq_len) {
+void FileTokenSource::require_batch(int batch, int seq_len) const {
   const std::size_t n = static_cast<std::size_t>(batch) * seq_len;
   if (tokens_.size() < n + 1) {
     throw UsageError("token file '" + path_ + "' has " + std::to_string(tokens_.size()) +
                      " tokens; a batch of " + std::to_string(batch) + "x" + std::to_string(seq_len) +
                      " needs at least " + std::to_string(n + 1));
   }
+}
+
+TokenBatch FileTokenSource::next_batch(int batch, int seq_len) {
+  require_batch(batch, seq_len);
+  const std::size_t n = static_cast<std::size_t>(batch) * seq_len;
   if (position_ + n + 1 > tokens_.size()) position_ = 0;
   TokenBatch out{batch, seq_len, std::vector<std::int32_t>(n), std::vector<std::int32_t>(n)};
   for (std::size_t i = 0; i < n; ++i) {

@@ -77,6 +77,8 @@ class FileTokenSource final : public TokenSource {
  public:
   FileTokenSource(const std::string& path, int vocab);
   TokenBatch next_batch(int batch, int seq_len) override;
+  // UsageError naming the file when it holds too few tokens for one batch of batch x seq_len.
+  void require_batch(int batch, int seq_len) const;
 
  private:
   std::string path_;

@@ -581,7 +581,7 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
   }
   plan.modes = options.modes.empty() ? default_modes() : options.modes;
   plan.data_file = options.data_file;
-  if (!plan.data_file.empty()) FileTokenSource check(plan.data_file, plan.config.vocab);
+  if (!plan.data_file.empty()) FileTokenSource(plan.data_file, plan.config.vocab).require_batch(plan.train.batch, plan.train.seq_len);
   plan.checkpoint_in = options.checkpoint_in;
   plan.checkpoint_out = options.checkpoint_out;
   plan.trace_file = options.trace_file;

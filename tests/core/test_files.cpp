@@ -128,6 +128,7 @@ TEST(ResultDocumentFields, MalformedDocumentsNameTheFieldAndNeverTheLibrary) {
       {[](json& d) { d["env"] = "x"; }, "the document.env: must be an object"},
       {[](json& d) { d["cases"][0]["params"] = "x"; }, "cases[0].params: must be an object"},
       {[](json& d) { d["cases"][0]["rates"] = json::array(); }, "cases[0].rates: must be an object"},
+      {[](json& d) { d["cases"][0]["rates"]["tflops"] = "fast"; }, "cases[0].rates.tflops: must be a number or null"},
       {[](json& d) { d["cases"][0]["status"] = "fine"; }, "cases[0].status: case status 'fine'"},
       {[](json& d) { d["cases"][0]["name"] = "a\x1b[2Jb"; }, "cases[0].name: contains a control character"},
       {[](json& d) { d["cases"][0]["suite"] = "a\nb"; }, "cases[0].suite: contains a control character"},

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the CPU code and its tests with AddressSanitizer and UndefinedBehaviorSanitizer into
+# build-sanitize/ and runs every test there: out-of-bounds reads, use after free, leaks, signed
+# overflow, misaligned or null accesses in any reader, op or loop fail the run. No CUDA: the
+# sanitizers do not instrument GPU code, and the GPU tests would only skip. Run after
+# scripts/setup.sh (it uses the same Debian packages); CI runs it after the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-sanitize
+flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+if [[ ! -f $build/build.ninja ]]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPBENCH_WITH_CUDA=OFF \
+    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+fi
+cmake --build "$build" -j "${MPBENCH_BUILD_JOBS:-$(nproc)}"
+# OpenMP's runtime keeps its thread pools to the end: not leaks of mpbench's.
+export LSAN_OPTIONS="suppressions=$PWD/scripts/sanitize.supp:print_suppressions=0"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+(cd "$build" && ctest --output-on-failure -j "${MPBENCH_TEST_JOBS:-2}")

@@ -1,0 +1,203 @@
+"""A mutation fuzzer for every file mpbench reads: result documents (explain, compare), a
+checkpoint's config.json, batch.json and model.safetensors, and token files. Each run draws a fresh
+seed (MPBENCH_FUZZ_SEED replays one) and spends MPBENCH_FUZZ_SECONDS (default 60) mutating valid
+files. It fails on a crash (a signal), a hang (the time limit), an exit status other than 0 or 2
+(for compare, also 1 on a well-formed pair), exit 1 from compare on a malformed document, and an
+error that is not one line naming the file and, for a result document, the field."""
+import json
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = Path(os.environ.get("MPBENCH_BIN", ROOT / "build" / "cli" / "mpbench"))
+FIXTURES = ROOT / "tests" / "cli" / "fixtures"
+BUDGET_S = float(os.environ.get("MPBENCH_FUZZ_SECONDS", "60"))
+TIMEOUT_S = 30
+
+pytestmark = pytest.mark.skipif(not BINARY.exists(), reason=f"mpbench is not built at {BINARY}")
+
+# Where a malformed result document's error says the fault is.
+FIELD = re.compile(r"the document|cases\[\d+\]|speedups\[\d+\]|not valid JSON|deeper than|no \"schema\" field|"
+                   r"has schema|is (a folder|missing|a FIFO|a device)")
+
+
+def run(args, cwd):
+    try:
+        done = subprocess.run([str(BINARY), *args], capture_output=True, text=True, errors="replace",
+                              timeout=TIMEOUT_S, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        return None
+    return done
+
+
+# Nesting too deep for Python's own json module: put into the text after json.dumps.
+DEEP = "__mpbench_fuzz_deep__"
+DEEP_TEXT = "[" * 5000 + "]" * 5000
+
+
+def values_like(rng):
+    """A replacement for a JSON value: another type, an edge number, a hostile string, deep nesting."""
+    choices = [None, True, 0, -1, 2 ** 63, -2 ** 63, 1e308, -1e-308, 0.5, "", "x", "\x1b[2J\n", [], {},
+               [1, "a"], {"k": []}, "nan", "Infinity", 2 ** 31, -2 ** 31 - 1]
+    return DEEP if rng.random() < 0.05 else rng.choice(choices)
+
+
+def paths_of(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for key, child in node.items():
+            yield from paths_of(child, path + (key,))
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            yield from paths_of(child, path + (index,))
+
+
+def mutate_json(document, rng):
+    doc = json.loads(json.dumps(document))
+    paths = [p for p in paths_of(doc) if p]
+    for _ in range(rng.randint(1, 3)):
+        path = rng.choice(paths)
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        last = path[-1]
+        action = rng.random()
+        try:
+            if action < 0.6:
+                parent[last] = values_like(rng)
+            elif action < 0.8:
+                del parent[last]
+            elif isinstance(parent, list):
+                parent.append(json.loads(json.dumps(parent[last])))  # a duplicate
+            else:
+                parent[last + "_extra" if isinstance(last, str) else last] = values_like(rng)
+        except (KeyError, IndexError, TypeError):
+            pass
+        paths = [p for p in paths_of(doc) if p and DEEP not in p] or [()]
+    return json.dumps(doc).replace(json.dumps(DEEP), DEEP_TEXT)
+
+
+def mutate_bytes(data, rng):
+    data = bytearray(data)
+    action = rng.random()
+    if action < 0.3 and data:
+        del data[rng.randrange(len(data)):]  # truncated
+    elif action < 0.6 and data:
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+    elif action < 0.8:
+        data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
+    else:
+        data += bytes(data)  # two documents in one file
+    return bytes(data)
+
+
+class Findings:
+    def __init__(self, seed, keep):
+        self.seed, self.keep, self.problems, self.tried = seed, keep, [], 0
+
+    def check(self, what, mutated, done, allowed, file_named, field_named=False):
+        self.tried += 1
+        problem = None
+        if done is None:
+            problem = f"hung for {TIMEOUT_S} s"
+        elif done.returncode < 0:
+            problem = f"killed by signal {-done.returncode}"
+        elif done.returncode not in allowed:
+            problem = f"exit {done.returncode}: {done.stderr[-400:]}"
+        elif done.returncode == 2:
+            lines = done.stderr.strip().splitlines()
+            if len(lines) != 1 or not lines[0].startswith("mpbench: error: "):
+                problem = f"not one error line: {done.stderr[-400:]}"
+            elif not lines[0].isprintable() or not lines[0].isascii():
+                problem = f"the error quotes unprintable bytes: {lines[0]!r}"
+            elif file_named not in lines[0]:
+                problem = f"the error does not name {file_named}: {lines[0]}"
+            elif field_named and not FIELD.search(lines[0]):
+                problem = f"the error names no field: {lines[0]}"
+        if problem:
+            kept = self.keep / f"{len(self.problems)}-{Path(what).name}"
+            kept.write_bytes(mutated)
+            self.problems.append(f"{what}: {problem} (input kept in {kept})")
+
+    def report(self):
+        assert not self.problems, f"seed {self.seed}, {self.tried} inputs:\n" + "\n".join(self.problems[:20])
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fuzz-checkpoint")
+    done = run(["run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "2",
+                "--precision", "fp32", "--checkpoint-out", str(folder / "ckpt"), "--out", str(folder / "r.json")],
+               folder)
+    assert done is not None and done.returncode == 0, done.stderr if done else "hung"
+    return folder / "ckpt" / "fp32"
+
+
+def seed_and_rng():
+    seed = int(os.environ.get("MPBENCH_FUZZ_SEED", random.SystemRandom().randrange(2 ** 32)))
+    print(f"fuzz seed {seed} (MPBENCH_FUZZ_SEED={seed} replays it)")
+    return seed, random.Random(seed)
+
+
+def test_readers_survive_mutated_files(tmp_path, checkpoint):
+    seed, rng = seed_and_rng()
+    keep = tmp_path / "kept"
+    keep.mkdir()
+    findings = Findings(seed, keep)
+    base = FIXTURES / "gemm_base.json"
+    documents = [json.loads(p.read_text()) for p in (base, FIXTURES / "bandwidth_base.json")]
+    tokens = struct.pack("<64H", *[rng.randrange(60) for _ in range(64)])
+    deadline = time.monotonic() + BUDGET_S
+    round_ = 0
+    while time.monotonic() < deadline:
+        round_ += 1
+        # A result document, for explain and compare.
+        mutated = (mutate_json(rng.choice(documents), rng) if rng.random() < 0.7
+                   else mutate_bytes(json.dumps(rng.choice(documents)).encode(), rng).decode("latin-1"))
+        doc = tmp_path / "doc.json"
+        doc.write_text(mutated, encoding="latin-1")
+        explained = run(["explain", str(doc)], tmp_path)
+        # Malformed: refused when read. (A well-formed document without a case in the baseline
+        # precision is refused by explain too, and compare may still read it.)
+        malformed = (explained is not None and explained.returncode == 2 and str(doc) in explained.stderr and
+                     "baseline precision" not in explained.stderr)
+        findings.check("explain doc.json", doc.read_bytes(), explained, {0, 2}, str(doc), field_named=malformed)
+        compared = run(["compare", str(base), str(doc)], tmp_path)
+        findings.check("compare gemm_base.json doc.json", doc.read_bytes(), compared, {2} if malformed else {0, 1, 2},
+                       str(doc), field_named=malformed)
+        # A checkpoint's files and a token file, every few rounds (each is a short training run).
+        if round_ % 4 == 0:
+            target = rng.choice(["config.json", "batch.json", "model.safetensors"])
+            trial = tmp_path / f"ckpt-{round_}"
+            shutil.copytree(checkpoint, trial)
+            original = (trial / target).read_bytes()
+            if target.endswith(".json") and rng.random() < 0.7:
+                changed = mutate_json(json.loads(original), rng).encode()
+            elif target == "model.safetensors" and rng.random() < 0.7:
+                length = struct.unpack("<Q", original[:8])[0]
+                header = mutate_json(json.loads(original[8:8 + length]), rng).encode()
+                changed = struct.pack("<Q", len(header)) + header + original[8 + length:]
+            else:
+                changed = mutate_bytes(original, rng)
+            (trial / target).write_bytes(changed)
+            done = run(["run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "2",
+                        "--precision", "fp32", "--checkpoint-in", str(trial), "--out", str(tmp_path / "r.json")],
+                       tmp_path)
+            findings.check(f"checkpoint {target}", changed, done, {0, 2}, str(trial))
+            shutil.rmtree(trial)
+            data = tmp_path / "tokens.bin"
+            data.write_bytes(mutate_bytes(tokens, rng))
+            done = run(["run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "2",
+                        "--precision", "fp32", "--data", str(data), "--out", str(tmp_path / "r.json")], tmp_path)
+            findings.check("token file", data.read_bytes(), done, {0, 2}, str(data))
+    print(f"fuzzed {findings.tried} inputs in {BUDGET_S:.0f} s")
+    findings.report()
