@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -20,14 +21,14 @@ struct CaseInRun {
   const CaseResult* result;
 };
 
-std::vector<CaseInRun> runs_of(const Side& side, const CaseKey& key) {
-  std::vector<CaseInRun> out;
+// Each case's runs on the side, in run order (a document holding a case twice counts once).
+std::map<CaseKey, std::vector<CaseInRun>> runs_by_case(const Side& side) {
+  std::map<CaseKey, std::vector<CaseInRun>> out;
   for (const auto& run : side.runs)
-    for (const auto& c : run.document.cases)
-      if (key_of(c) == key) {
-        out.push_back({&run.document, &c});
-        break;
-      }
+    for (const auto& c : run.document.cases) {
+      auto& runs = out[key_of(c)];
+      if (runs.empty() || runs.back().document != &run.document) runs.push_back({&run.document, &c});
+    }
   return out;
 }
 
@@ -152,14 +153,15 @@ Report compare(const Side& base, const Side& current, const Options& options) {
   report.ignored_files = base.ignored_files;
   report.ignored_files.insert(report.ignored_files.end(), current.ignored_files.begin(), current.ignored_files.end());
 
-  const auto current_keys = current.case_keys();
-  for (const auto& key : base.case_keys()) {
-    if (!current_keys.contains(key)) {
+  const auto base_runs = runs_by_case(base), current_runs = runs_by_case(current);
+  for (const auto& [key, b] : base_runs) {
+    const auto found = current_runs.find(key);
+    if (found == current_runs.end()) {
       report.missing.push_back(key);
       continue;
     }
     ++report.common_cases;
-    const auto b = runs_of(base, key), n = runs_of(current, key);
+    const auto& n = found->second;
     const CaseResult &worst_base = worst(b), &worst_current = worst(n);
     if (worst_base.status != CaseStatus::ok || worst_current.status != CaseStatus::ok) {
       report.not_ok.push_back({key, worst_base.status, worst_current.status,
@@ -168,9 +170,8 @@ Report compare(const Side& base, const Side& current, const Options& options) {
     }
     compare_case(report, key, b, n, options);
   }
-  const auto base_keys = base.case_keys();
-  for (const auto& key : current_keys)
-    if (!base_keys.contains(key)) report.added.push_back(key);
+  for (const auto& [key, runs] : current_runs)
+    if (!base_runs.contains(key)) report.added.push_back(key);
 
   if (report.common_cases == 0)
     throw UsageError(fmt::format("no case in common: base ({}) has {}, new ({}) has {}; compare runs of the same "
