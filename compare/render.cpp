@@ -67,8 +67,8 @@ std::vector<std::string> what_is_compared(const Options& o) {
   return {fmt::format("tracked (from each run's fastest samples): the speedup over {b} where a run measured {b} on "
                       "the same case, else the share of the copy measured in the same run, else the time{abs}",
                       fmt::arg("b", o.baseline), fmt::arg("abs", o.absolute ? " (and every time)" : "")),
-          fmt::format("verdicts: regressed or improved = changed by more than {t:g}% with the interval excluding no "
-                      "change; same = the interval within ±{t:g}%; noisy = neither, never a failure",
+          fmt::format("verdicts: regressed or improved = the whole interval of the change beyond ±{t:g}%; same = "
+                      "within ±{t:g}%; noisy = across ±{t:g}%, never a failure",
                       fmt::arg("t", 100 * o.threshold)),
           fmt::format("interval: {} confidence from the spread between runs; with one run per side, the change ± "
                       "both runs' own spreads",
