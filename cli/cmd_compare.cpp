@@ -1,26 +1,48 @@
-// `mpbench compare BASE NEW`: exit 0 when nothing regressed, 1 when something did; unusable input
-// throws UsageError, which main() turns into exit 2.
+// `mpbench compare BASE NEW` (or --base PATH... --new PATH...): parses the arguments, hands them to
+// compare/ and prints its report. Exit status: compare::Report::exit_code(); unusable input throws
+// UsageError, which main() turns into exit 2.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/compare.hpp"
+#include "compare/render.hpp"
+#include "compare/report.hpp"
+#include "core/error.hpp"
 
 namespace mpbench::cli {
 
 namespace {
 
 struct CompareArgs {
-  std::string base, current;
+  std::vector<std::string> positional, base, current;
   std::string threshold = "5%";
   std::string format = "text";
   std::string baseline = "fp32";
   std::string out;
-  double alpha = 0.05;
+  double alpha = 0.01;
+  int min_runs = 1;
   bool absolute = false;
 };
+
+using Paths = std::vector<std::filesystem::path>;
+
+// BASE NEW, or every path after --base and after --new; not both forms.
+std::pair<Paths, Paths> side_paths(const CompareArgs& args) {
+  const bool listed = !args.base.empty() || !args.current.empty();
+  if (listed && !args.positional.empty())
+    throw UsageError("give the sides either as BASE NEW or with --base PATH... --new PATH..., not both");
+  if (listed && (args.base.empty() || args.current.empty()))
+    throw UsageError("--base and --new go together: give the paths of both sides");
+  if (!listed && args.positional.size() != 2)
+    throw UsageError(fmt::format("compare needs two sides, BASE NEW (got {} path{}), or --base PATH... --new PATH...",
+                                 args.positional.size(), args.positional.size() == 1 ? "" : "s"));
+  if (!listed) return {{args.positional[0]}, {args.positional[1]}};
+  return {Paths(args.base.begin(), args.base.end()), Paths(args.current.begin(), args.current.end())};
+}
 
 int run_compare(const CompareArgs& args) {
   compare::Options options;
@@ -28,12 +50,13 @@ int run_compare(const CompareArgs& args) {
   options.alpha = args.alpha;
   options.absolute = args.absolute;
   options.baseline = args.baseline;
+  options.min_runs = args.min_runs;
   const compare::Format format = compare::parse_format(args.format);
   if (!args.out.empty()) check_writable(args.out);
 
-  const auto base = compare::load_result_set(args.base, options.baseline);
-  const auto current = compare::load_result_set(args.current, options.baseline);
-  const auto report = compare::compare(base, current, options);
+  const auto [base_paths, current_paths] = side_paths(args);
+  const auto report =
+      compare::compare(compare::load_side("base", base_paths), compare::load_side("new", current_paths), options);
   if (args.out.empty()) {
     fmt::print("{}", compare::render(report, format));
   } else {
@@ -49,15 +72,21 @@ int run_compare(const CompareArgs& args) {
 void add_compare_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CompareArgs>();
   auto* cmd = app.add_subcommand(
-      "compare", "Compare two result documents (or folders of them) case by case; exit 1 on a regression");
-  cmd->add_option("base", args->base, "baseline result document, or a folder of them")->required();
-  cmd->add_option("new", args->current, "new result document, or a folder of them")->required();
+      "compare",
+      "Compare result documents case by case, one run or several per side; exit 1 on a regression, 3 when nothing "
+      "could be compared");
+  cmd->add_option("sides", args->positional, "BASE NEW: a result document or a folder of them (repeated runs) each");
+  cmd->add_option("--base", args->base, "the base side's documents and folders (instead of BASE NEW)")
+      ->expected(1, -1);
+  cmd->add_option("--new", args->current, "the new side's documents and folders (instead of BASE NEW)")
+      ->expected(1, -1);
   cmd->add_option("--threshold", args->threshold,
                   "smallest relative change that counts, e.g. 5% or 0.05 (default 5%)");
-  cmd->add_flag("--absolute", args->absolute, "also compare median times, not only speedups");
+  cmd->add_option("--min-runs", args->min_runs, "runs each side must have (default 1)")->check(CLI::Range(1, 1000));
+  cmd->add_flag("--absolute", args->absolute, "also compare the median time of cases tracked by a ratio");
   cmd->add_option("--format", args->format, "text, markdown or json (default text)");
   cmd->add_option("--baseline", args->baseline, "precision the speedups are taken over (default fp32)");
-  cmd->add_option("--alpha", args->alpha, "significance level of the rank test on samples (default 0.05)")
+  cmd->add_option("--alpha", args->alpha, "significance level of the tests; intervals are 1 - alpha (default 0.01)")
       ->check(CLI::Range(1e-9, 0.5));
   cmd->add_option("--out", args->out, "write the report to FILE in --format; the text goes to stdout");
   cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });

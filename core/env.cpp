@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -69,6 +70,17 @@ const std::vector<std::string>& mixed_precision_cpu_flags() {
 
 std::string mpbench_version() { return MPBENCH_VERSION; }
 
+namespace {
+
+// OMP_NUM_THREADS as the process found it (null when unset): it caps the threads of every
+// parallel loop and of oneDNN, so runs under different values time differently.
+nlohmann::json omp_num_threads_variable() {
+  const char* value = std::getenv("OMP_NUM_THREADS");
+  return value ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
 nlohmann::json host_environment(const std::vector<std::string>& command_line) {
   utsname uts{};
   uname(&uts);
@@ -79,7 +91,7 @@ nlohmann::json host_environment(const std::vector<std::string>& command_line) {
       {"host", uts.nodename},
       {"os", {{"name", os_pretty_name()}, {"kernel", uts.release}, {"machine", uts.machine}}},
       {"cpu", {{"model", cpu.model}, {"logical_cores", cpu.logical_cores}, {"flags", flags},
-               {"memory_bytes", physical_memory_bytes()}}},
+               {"memory_bytes", physical_memory_bytes()}, {"omp_num_threads", omp_num_threads_variable()}}},
       {"compiler", std::string(MPBENCH_CXX_COMPILER)},
       {"mpbench", {{"version", mpbench_version()}, {"git_revision", mpbench_git_revision()},
                    {"build_type", std::string(MPBENCH_BUILD_TYPE)}}},

@@ -261,8 +261,13 @@ void check_writable_folder(const std::filesystem::path& folder) {
 // A document of 100,000 cases with their samples is a few hundred MB.
 constexpr std::uint64_t kMaxResultBytes = std::uint64_t{1} << 30;
 
-ResultDocument load_result(const std::filesystem::path& path) {
-  const nlohmann::json j = parse_json_file_text(read_regular_file(path, kMaxResultBytes, "result document"), path);
+nlohmann::json read_document_json(const std::filesystem::path& path) {
+  return parse_json_file_text(read_regular_file(path, kMaxResultBytes, "result document"), path);
+}
+
+ResultDocument load_result(const std::filesystem::path& path) { return result_from_json(path, read_document_json(path)); }
+
+ResultDocument result_from_json(const std::filesystem::path& path, const nlohmann::json& j) {
   try {
     return ResultDocument::from_json(j);
   } catch (const UsageError& e) {

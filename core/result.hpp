@@ -73,5 +73,9 @@ void check_writable(const std::filesystem::path& path);
 // The same for a folder files will be written into, created when first needed.
 void check_writable_folder(const std::filesystem::path& folder);
 ResultDocument load_result(const std::filesystem::path& path);
+// load_result in two steps, for readers that look at the JSON first (compare skips other tools'
+// JSON in a folder): the file's one JSON value, then that value as the document `path` holds.
+nlohmann::json read_document_json(const std::filesystem::path& path);
+ResultDocument result_from_json(const std::filesystem::path& path, const nlohmann::json& j);
 
 }  // namespace mpbench

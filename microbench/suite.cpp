@@ -54,16 +54,21 @@ CaseResult measure_case(const CaseSpec& spec, Backend& backend, const std::funct
 }
 
 void add_percent_of_copy(std::vector<CaseResult>& cases, const std::string& suite, const std::string& copy_kernel) {
-  std::map<std::int64_t, double> copy_gbps;
-  for (const auto& c : cases)
-    if (c.suite == suite && c.status == CaseStatus::ok && c.params.value("kernel", "") == copy_kernel &&
-        c.rates.contains("gbps"))
-      copy_gbps[c.params.value("elements", std::int64_t{0})] =
-          std::max(copy_gbps[c.params.value("elements", std::int64_t{0})], c.rates["gbps"].get<double>());
+  std::map<std::int64_t, const CaseResult*> fastest_copy;  // by element count
+  for (const auto& c : cases) {
+    if (c.suite != suite || c.status != CaseStatus::ok || c.params.value("kernel", "") != copy_kernel ||
+        !c.rates.contains("gbps"))
+      continue;
+    const CaseResult*& best = fastest_copy[c.params.value("elements", std::int64_t{0})];
+    if (!best || c.rates["gbps"].get<double>() > best->rates["gbps"].get<double>()) best = &c;
+  }
   for (auto& c : cases) {
     if (c.suite != suite || c.status != CaseStatus::ok || !c.rates.contains("gbps")) continue;
-    auto it = copy_gbps.find(c.params.value("elements", std::int64_t{0}));
-    if (it != copy_gbps.end() && it->second > 0) c.rates["pct_of_copy"] = 100.0 * c.rates["gbps"].get<double>() / it->second;
+    const auto it = fastest_copy.find(c.params.value("elements", std::int64_t{0}));
+    if (it == fastest_copy.end() || it->second->rates["gbps"].get<double>() <= 0) continue;
+    c.rates["pct_of_copy"] = 100.0 * c.rates["gbps"].get<double>() / it->second->rates["gbps"].get<double>();
+    // compare tracks the share, and needs to know which copy it is of (and which case is the copy).
+    c.details["copy_reference"] = {{"name", it->second->name}, {"precision", it->second->precision}};
   }
 }
 

@@ -65,8 +65,9 @@ std::vector<std::int64_t> bandwidth_sweep_elements(const DeviceInfo& device, boo
 // with identity from the spec, time statistics and sampler outcome, and details.profile.
 CaseResult measure_case(const CaseSpec& spec, Backend& backend, const std::function<void()>& op,
                         const SamplerConfig& config, CaseProfiler* profiler);
-// Sets rates.pct_of_copy of every case of `suite` from the gbps of that suite's `copy_kernel` case
-// with the same element count (a run's case list holds every suite it ran).
+// Sets rates.pct_of_copy of every case of `suite` from the gbps of that suite's fastest
+// `copy_kernel` case with the same element count (a run's case list holds every suite it ran), and
+// names that copy in details.copy_reference ({"name", "precision"}; the copy names itself).
 void add_percent_of_copy(std::vector<CaseResult>& cases, const std::string& suite, const std::string& copy_kernel);
 
 }  // namespace mpbench::microbench

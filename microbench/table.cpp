@@ -43,6 +43,26 @@ std::string format_choice(const CaseResult& c) {
   return out;
 }
 
+// The sampler stopped on its time budget or sample cap before the spread reached --max-noise.
+bool stopped_short(const CaseResult& c) {
+  const nlohmann::json::json_pointer p("/measurement/converged");
+  return c.details.contains(p) && c.details.at(p).is_boolean() && !c.details.at(p).get<bool>();
+}
+
+std::string noise_footnote(const ResultDocument& document) {
+  std::size_t measured = 0, short_of_target = 0;
+  for (const auto& c : document.cases)
+    if (c.status == CaseStatus::ok && c.suite != "transformer") {
+      ++measured;
+      short_of_target += stopped_short(c) ? 1 : 0;
+    }
+  if (short_of_target == 0) return "";
+  return fmt::format("\n* {} of {} cases stopped before their noise target (--max-noise; the reason is in "
+                     "details.measurement.stop_reason): their times are less certain. Rerun on a quieter machine or "
+                     "with a longer --timeout, and compare several runs.\n",
+                     short_of_target, measured);
+}
+
 std::string format_bytes(double bytes) {
   if (bytes >= 1073741824.0) return fmt::format("{:.2f} GiB", bytes / 1073741824.0);
   return fmt::format("{:.0f} MiB", bytes / 1048576.0);
@@ -85,8 +105,8 @@ std::string format_summary(const ResultDocument& document) {
       out += fmt::format("\n== {} ({}) ==\n{}", c.suite, c.backend, transformer_header());
     } else if (c.suite != current_suite) {
       current_suite = c.suite;
-      out += fmt::format("\n== {} ({}) ==\n{:<34} {:<10} {:>10} {:>6} {:>16} {:>10} {:>8}  {}\n", c.suite, c.backend,
-                         "case", "precision", "median", "cv", "rate", "share", "vs fp32", "library choice / note");
+      out += fmt::format("\n== {} ({}) ==\n{:<34} {:<10} {:>10} {:<7} {:>16} {:>10} {:>8}  {}\n", c.suite, c.backend,
+                         "case", "precision", "median", "    cv", "rate", "share", "vs fp32", "library choice / note");
     }
     if (c.status != CaseStatus::ok) {
       out += training ? fmt::format("{:<24} {:<9} {:<9} {:>10}  {}\n", c.name, c.precision,
@@ -99,12 +119,13 @@ std::string format_summary(const ResultDocument& document) {
       out += transformer_row(c, it == speedup.end() ? std::nullopt : std::optional<double>(it->second));
       continue;
     }
-    out += fmt::format("{:<34} {:<10} {:>10} {:>5.1f}% {:>16} {:>10} {:>8}  {}\n", c.name, c.precision,
-                       format_seconds(c.seconds->median), 100 * c.seconds->relative_spread(), format_rate(c),
+    out += fmt::format("{:<34} {:<10} {:>10} {:>5.1f}%{} {:>16} {:>10} {:>8}  {}\n", c.name, c.precision,
+                       format_seconds(c.seconds->median), 100 * c.seconds->relative_spread(),
+                       stopped_short(c) ? "*" : " ", format_rate(c),
                        format_share(c), it == speedup.end() ? "" : fmt::format("{:.2f}x", it->second),
                        format_choice(c));
   }
-  return out;
+  return out + noise_footnote(document);
 }
 
 }  // namespace mpbench::microbench

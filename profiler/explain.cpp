@@ -11,6 +11,7 @@
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
+#include "profiler/noise_gate.hpp"
 #include "profiler/verdict.hpp"
 
 namespace mpbench::profiler {
@@ -503,6 +504,21 @@ void vocabulary_rule(const CaseResult& c, std::vector<Finding>& out) {
        {"suggested_padded_vocab", suggested}}));
 }
 
+// The causes read into the speedup, unless its noise closes the gate: then only that, and rerun.
+void speedup_rules(const ResultDocument& doc, const CaseResult& c, const CaseResult& base, double speedup,
+                   const std::string& baseline, std::vector<Finding>& out) {
+  if (const auto gate = noise_gate(doc, c, base); gate && gate->closed()) {
+    out.push_back(finding("too_noisy", "warning", fmt::format("{:.2f}x over {}, but {}", speedup, baseline, gate->message()),
+                          {{"speedup", speedup}, {"noise", gate->noise}, {"limit", gate->limit}}));
+    return;
+  }
+  if (speedup < 1)
+    out.push_back(finding("slower_than_baseline", "warning", fmt::format("{:.2f}x: slower than {}", speedup, baseline),
+                          {{"speedup", speedup}}));
+  datasheet_rule(c, base, speedup, out);
+  if (c.suite == "bandwidth") bandwidth_rule(c, speedup, out);
+}
+
 CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& facts, const CaseResult& c,
                              const CaseResult* base, const std::string& baseline) {
   CaseExplanation e{full_id(c), c.precision, measured_speedup(facts, c, base), std::nullopt, {}};
@@ -511,14 +527,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
     cpu_gemm_rules(c, doc, e.findings);
     memory_bound_gemm_rule(c, facts, e.findings);
   }
-  if (base && e.speedup) {
-    if (*e.speedup < 1)
-      e.findings.push_back(finding("slower_than_baseline", "warning",
-                                   fmt::format("{:.2f}x: slower than {}", *e.speedup, baseline),
-                                   {{"speedup", *e.speedup}}));
-    datasheet_rule(c, *base, *e.speedup, e.findings);
-    if (c.suite == "bandwidth") bandwidth_rule(c, *e.speedup, e.findings);
-  }
+  if (base && e.speedup) speedup_rules(doc, c, *base, *e.speedup, baseline, e.findings);
   if (base && c.details.contains("breakdown") && base->details.contains("breakdown")) {
     const auto mode = checked_categories(c);
     e.decomposition = decompose(fold_gemms(checked_categories(*base)), fold_gemms(mode));
@@ -534,12 +543,19 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
 }
 
 // A cast reads and writes the same elements as a copy; anything slower is conversion cost.
-std::vector<Finding> cast_rules(const ResultDocument& doc) {
+std::vector<Finding> cast_rules(const ResultDocument& doc, const CopyIndex& copies) {
   std::vector<Finding> out;
   for (const auto& c : doc.cases) {
     if (c.suite != "cast" || c.status != CaseStatus::ok || string_or(c.params, "kernel", "") == "copy") continue;
     const auto of_copy = number_at(c.rates, {"pct_of_copy"});
     if (!of_copy || *of_copy >= kCastPctOfCopy) continue;
+    const CaseResult* copy = copies.copy_of(c);
+    if (const auto gate = copy ? noise_gate(doc, c, *copy) : std::nullopt; gate && gate->closed()) {
+      out.push_back(finding("too_noisy", "warning",
+                            fmt::format("{} at {:.1f}% of a copy, but {}", c.name, *of_copy, gate->message()),
+                            {{"case", full_id(c)}, {"pct_of_copy", *of_copy}, {"noise", gate->noise}}));
+      continue;
+    }
     out.push_back(finding("cast_slower_than_copy", "warning",
                           fmt::format("{} runs at {:.1f}% of a copy of the same elements: each cast in a mixed-"
                                       "precision step costs {:.1f}x a copy",
@@ -596,7 +612,7 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
   if (baseline_cases.empty())
     throw UsageError(fmt::format("no case ran in the baseline precision '{}': pick one that ran with --baseline",
                                  baseline));
-  Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc)};
+  Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc, CopyIndex(doc))};
   const DocumentFacts facts = gather_facts(doc, baseline);
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;

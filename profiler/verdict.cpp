@@ -9,6 +9,7 @@
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
+#include "profiler/noise_gate.hpp"
 
 namespace mpbench::profiler {
 
@@ -124,9 +125,8 @@ std::pair<double, double> gemm_and_rest(const CaseResult& c) {
 std::string path_of(const CaseResult& c) { return string_or(member_or_null(c.details, "gemm_path"), "path", ""); }
 
 // Each trained mode against the baseline, split into its GEMMs and the rest where it was timed.
-void training_figures(const ResultDocument& doc, const std::vector<Speedup>& speedups, const std::string& baseline,
+void training_figures(const CasesById& cases, const std::vector<Speedup>& speedups, const std::string& baseline,
                       std::vector<Finding>& out) {
-  const CasesById cases = cases_by_id(doc);
   for (const Speedup& s : speedups) {
     if (s.suite != "transformer") continue;
     const CaseResult* mode = find_case(cases, s, s.precision);
@@ -147,53 +147,86 @@ void training_figures(const ResultDocument& doc, const std::vector<Speedup>& spe
   }
 }
 
-// The median speedup of each precision of one suite over the baseline.
-std::map<std::string, std::vector<double>> speedups_by_precision(const std::vector<Speedup>& speedups,
+// A case's ratio passes explain's noise gate (or no noise target applies to it).
+bool quiet_enough(const ResultDocument& doc, const CaseResult* a, const CaseResult* b) {
+  if (!a || !b) return true;
+  const auto gate = noise_gate(doc, *a, *b);
+  return !gate || !gate->closed();
+}
+
+// The speedups of each precision of one suite over the baseline that pass the noise gate, and how
+// many did not.
+struct SpeedupsOfPrecision {
+  std::vector<double> values;
+  std::size_t too_noisy = 0;
+};
+
+std::map<std::string, SpeedupsOfPrecision> speedups_by_precision(const ResultDocument& doc, const CasesById& cases,
+                                                                 const std::vector<Speedup>& speedups,
                                                                  const std::string& suite) {
-  std::map<std::string, std::vector<double>> by_precision;
-  for (const Speedup& s : speedups)
-    if (s.suite == suite) by_precision[s.precision].push_back(s.value);
+  std::map<std::string, SpeedupsOfPrecision> by_precision;
+  for (const Speedup& s : speedups) {
+    if (s.suite != suite) continue;
+    auto& entry = by_precision[s.precision];
+    if (quiet_enough(doc, find_case(cases, s, s.precision), find_case(cases, s, s.baseline)))
+      entry.values.push_back(s.value);
+    else ++entry.too_noisy;
+  }
   return by_precision;
 }
 
-void gemm_figures(const std::vector<Speedup>& speedups, const std::map<std::string, PathSeen>& paths,
-                  const std::string& baseline, std::vector<Finding>& out) {
-  for (const auto& [precision, values] : speedups_by_precision(speedups, "gemm")) {
-    const double m = median(values);
+// ", 2 more left out as too noisy" where the gate closed on some.
+std::string left_out(std::size_t too_noisy) {
+  return too_noisy ? fmt::format("; {} more left out as too noisy to read (rerun them)", too_noisy) : "";
+}
+
+void gemm_figures(const ResultDocument& doc, const CasesById& cases, const std::vector<Speedup>& speedups,
+                  const std::map<std::string, PathSeen>& paths, const std::string& baseline, std::vector<Finding>& out) {
+  for (const auto& [precision, entry] : speedups_by_precision(doc, cases, speedups, "gemm")) {
+    if (entry.values.empty()) continue;
+    const double m = median(entry.values);
     const auto path = paths.find(precision);
     const std::string how = path == paths.end() ? "" : fmt::format(", {}", path->second.path);
     out.push_back({"verdict_gemm", m < 1 ? "warning" : "info",
-                   fmt::format("{} GEMMs: {:.2f}x over {} (median of {} shapes{})", precision, m, baseline,
-                               values.size(), how),
-                   {{"precision", precision}, {"median_speedup", m}, {"cases", values.size()}}});
+                   fmt::format("{} GEMMs: {:.2f}x over {} (median of {} shapes{}{})", precision, m, baseline,
+                               entry.values.size(), how, left_out(entry.too_noisy)),
+                   {{"precision", precision}, {"median_speedup", m}, {"cases", entry.values.size()},
+                    {"too_noisy", entry.too_noisy}}});
   }
 }
 
 // Memory-bound kernels move half the bytes in 16 bits: at best 2x, on every device.
-void bandwidth_figures(const std::vector<Speedup>& speedups, const std::string& baseline, std::vector<Finding>& out) {
-  for (const auto& [precision, values] : speedups_by_precision(speedups, "bandwidth")) {
-    const double m = median(values);
+void bandwidth_figures(const ResultDocument& doc, const CasesById& cases, const std::vector<Speedup>& speedups,
+                       const std::string& baseline, std::vector<Finding>& out) {
+  for (const auto& [precision, entry] : speedups_by_precision(doc, cases, speedups, "bandwidth")) {
+    if (entry.values.empty()) continue;
+    const double m = median(entry.values);
     out.push_back({"verdict_memory_bound", m < 1 ? "warning" : "info",
-                   fmt::format("memory-bound kernels in {}: {:.2f}x over {} (median of {} bandwidth cases; half the "
-                               "bytes allow 2x)",
-                               precision, m, baseline, values.size()),
-                   {{"precision", precision}, {"median_speedup", m}, {"cases", values.size()}}});
+                   fmt::format("memory-bound kernels in {}: {:.2f}x over {} (median of {} bandwidth cases{}; half "
+                               "the bytes allow 2x)",
+                               precision, m, baseline, entry.values.size(), left_out(entry.too_noisy)),
+                   {{"precision", precision}, {"median_speedup", m}, {"cases", entry.values.size()},
+                    {"too_noisy", entry.too_noisy}}});
   }
 }
 
 void cast_figures(const ResultDocument& doc, std::vector<Finding>& out) {
   std::vector<double> pct_of_copy;
-  for (const CaseResult& c : doc.cases)
-    if (const auto pct = number_at(c.rates, {"pct_of_copy"});
-        c.suite == "cast" && c.status == CaseStatus::ok && string_or(c.params, "kernel", "") != "copy" && pct)
-      pct_of_copy.push_back(*pct);
+  std::size_t too_noisy = 0;
+  const CopyIndex copies(doc);
+  for (const CaseResult& c : doc.cases) {
+    const auto pct = number_at(c.rates, {"pct_of_copy"});
+    if (c.suite != "cast" || c.status != CaseStatus::ok || string_or(c.params, "kernel", "") == "copy" || !pct) continue;
+    if (quiet_enough(doc, &c, copies.copy_of(c))) pct_of_copy.push_back(*pct);
+    else ++too_noisy;
+  }
   if (pct_of_copy.empty()) return;
   const double m = median(pct_of_copy);
   out.push_back({"verdict_casts", "info",
-                 fmt::format("a conversion runs at {:.0f}% of a copy of the same elements (median of {} casts): each "
-                             "cast in a mixed-precision step costs about {:.1f} copies",
-                             m, pct_of_copy.size(), m > 0 ? 100.0 / m : 0.0),
-                 {{"median_pct_of_copy", m}, {"cases", pct_of_copy.size()}}});
+                 fmt::format("a conversion runs at {:.0f}% of a copy of the same elements (median of {} casts{}): "
+                             "each cast in a mixed-precision step costs about {:.1f} copies",
+                             m, pct_of_copy.size(), left_out(too_noisy), m > 0 ? 100.0 / m : 0.0),
+                 {{"median_pct_of_copy", m}, {"cases", pct_of_copy.size()}, {"too_noisy", too_noisy}}});
 }
 
 }  // namespace
@@ -203,9 +236,10 @@ std::vector<Finding> verdict(const ResultDocument& doc, const std::string& basel
   if (paths.empty()) return {};
   std::vector<Finding> out{headline(doc, paths)};
   const std::vector<Speedup> speedups = speedups_over(doc.cases, baseline);
-  training_figures(doc, speedups, baseline, out);
-  gemm_figures(speedups, paths, baseline, out);
-  bandwidth_figures(speedups, baseline, out);
+  const CasesById cases = cases_by_id(doc);
+  training_figures(cases, speedups, baseline, out);
+  gemm_figures(doc, cases, speedups, paths, baseline, out);
+  bandwidth_figures(doc, cases, speedups, baseline, out);
   cast_figures(doc, out);
   return out;
 }

@@ -6,9 +6,11 @@
 RESULTS are result documents (schema "mpbench.result/1") or folders of them. DIR receives one PNG,
 one SVG and one JSON (the points drawn) per plot, and index.html, which shows the plots and the
 tables of cases and refers only to files beside it. Cases whose status is not ok are never drawn:
-index.html lists them. Documents are grouped by machine (the GPU, or the CPU for CPU runs, and the
-CUDA version); with two machines or more the hardware-selection plots appear: speedup per mode per
-machine, throughput relative to a reference machine and, with --prices, per dollar and per watt.
+index.html lists them. Documents are grouped by machine (a GPU with its CUDA version; a CPU model
+with its ISA flags and ISA limit); several documents of one case on one machine are repetitions,
+drawn as their median with the range as error bars. With two machines or more the
+hardware-selection plots appear: speedup per mode per machine, throughput relative to a reference
+machine and, with --prices, per dollar and per watt.
 
 Exit status: 0 on success, 2 on unusable input (unreadable file, malformed JSON, another schema,
 no document, bad --prices file, unknown --reference-machine).
@@ -106,53 +108,120 @@ def case_label(case: dict) -> str:
     return "/".join(case_key(case))
 
 
+# Precisions and modes in the order plots show them: the baseline first.
+PRECISION_ORDER = ("fp32", "tf32", "fp16", "fp16-acc16", "bf16", "fp8-e4m3", "fp8-e5m2", "amp-fp16", "amp-bf16")
+
+
+def precision_order(name: str):
+    return (PRECISION_ORDER.index(name), "") if name in PRECISION_ORDER else (len(PRECISION_ORDER), name)
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 @dataclass
 class Machine:
-    """Documents measured on one device with one CUDA version, merged case by case."""
+    """Documents measured on one machine. Several documents of one case are repetitions: each is
+    kept (runs), plots draw their median with the range as error bars (merged cases)."""
+    key: str
     label: str
-    device: str
-    cuda: str
     env: dict
+    cuda: str
     dates: list = field(default_factory=list)
     sources: list = field(default_factory=list)
-    cases: dict = field(default_factory=dict)
-    speedups: dict = field(default_factory=dict)
+    runs: dict = field(default_factory=dict)  # case key -> [case of each document]
+    speedup_runs: dict = field(default_factory=dict)  # case key -> [speedup of each document]
 
     def ok(self, suite: str) -> list[dict]:
-        return [c for c in self.cases.values() if c["suite"] == suite and c["status"] == "ok"]
+        merged = (merge_runs([c for c in runs if c["status"] == "ok"]) for key, runs in sorted(self.runs.items())
+                  if key[0] == suite)
+        return [c for c in merged if c is not None]
+
+    def ok_keys(self) -> set:
+        return {key for key, runs in self.runs.items() if any(c["status"] == "ok" for c in runs)}
 
     def not_ok(self) -> list[dict]:
-        return [c for c in self.cases.values() if c["status"] != "ok"]
+        return [c for _, runs in sorted(self.runs.items()) for c in runs if c["status"] != "ok"]
+
+    def speedups(self) -> dict[tuple, dict]:
+        """Each ok case's speedup: the median of its documents', with their range and count."""
+        ok = self.ok_keys()
+        return {key: {"speedup": median(values), "low": min(values), "high": max(values), "runs": len(values)}
+                for key, values in sorted(self.speedup_runs.items()) if key in ok and values}
 
     def stamp(self) -> str:
         dates = sorted({d[:10] for d in self.dates})
         return f"{self.label} · {', '.join(dates)}"
 
 
-def device_name(doc: dict) -> str:
+def merge_runs(runs: list[dict]) -> dict | None:
+    """One case from its ok repetitions: the newest document's, with each rate and the median time
+    replaced by the median over the repetitions, and their range kept in "spread"."""
+    if not runs:
+        return None
+    merged = dict(runs[-1], rates=dict(runs[-1].get("rates", {})), runs=len(runs), spread={})
+    for k in merged["rates"]:
+        values = [v for c in runs if isinstance(v := c.get("rates", {}).get(k), (int, float)) and math.isfinite(v)]
+        if values:
+            merged["rates"][k] = median(values)
+            merged["spread"][k] = (min(values), max(values))
+    times = [c["metrics"]["seconds"]["median"] for c in runs if "seconds" in c.get("metrics", {})]
+    if times:
+        merged["metrics"] = {"seconds": dict(runs[-1]["metrics"]["seconds"], median=median(times))}
+    return merged
+
+
+def ran_on_gpu(doc: dict) -> bool:
+    device = doc["run"].get("device")
+    if isinstance(device, str):
+        return device.startswith("cuda")
+    return any(c["backend"] == "cuda" for c in doc["cases"])
+
+
+def isa_tier(flags: list[str]) -> str:
+    """The CPU's best low-precision instructions, for a short machine label."""
+    for flag, name in (("amx_bf16", "AMX"), ("avx512_fp16", "AVX512-FP16"), ("avx512_bf16", "AVX512-BF16"),
+                       ("avx512f", "AVX-512"), ("avx2", "AVX2")):
+        if flag in flags:
+            return name
+    return "no AVX2"
+
+
+def machine_of(doc: dict) -> tuple[str, str, str]:
+    """(identity, label, CUDA version): a GPU's name and CUDA runtime, or a CPU's model with the ISA
+    flags it has and its ISA limit (--cpu-isa, else DNNL_MAX_CPU_ISA), as `mpbench compare` has it."""
     env = doc["env"]
-    gpus = [g.get("name", "GPU") for g in env.get("gpus", []) if isinstance(g, dict)]
-    if doc["run"].get("device") == "cuda" or (gpus and doc["run"].get("device") != "cpu"):
-        return gpus[0] if gpus else "GPU"
-    return env.get("cpu", {}).get("model", "CPU")
-
-
-def cuda_version(doc: dict) -> str:
-    cuda = doc["env"].get("cuda")
-    return str(cuda.get("runtime", "")) if isinstance(cuda, dict) and doc["run"].get("device") != "cpu" else ""
+    if ran_on_gpu(doc):
+        gpus = [g.get("name", "GPU") for g in env.get("gpus", []) if isinstance(g, dict)]
+        name = (env.get("device") or {}).get("name") or (gpus[0] if gpus else "GPU")
+        cuda = str((env.get("cuda") or {}).get("runtime", ""))
+        return f"GPU {name}, CUDA {cuda}", f"{name} · CUDA {cuda}", cuda
+    cpu = env.get("cpu", {})
+    flags = sorted(f for f, has in (cpu.get("flags") or {}).items() if has is True)
+    limit = doc["run"].get("cpu_isa") or (env.get("onednn") or {}).get("max_isa_env") or "none"
+    model = cpu.get("model", "CPU")
+    label = f"{model} · {isa_tier(flags)}" + (f" · ISA limit {limit}" if limit != "none" else "")
+    return f"CPU {model}, ISA {' '.join(flags)}, ISA limit {limit}", label, ""
 
 
 def group_by_machine(documents: list[tuple[Path, dict]]) -> list[Machine]:
     machines: dict[str, Machine] = {}
-    # Oldest first, so the newest document's case wins when one machine measured it twice.
     for path, doc in sorted(documents, key=lambda d: d[1]["created"]):
-        device, cuda = device_name(doc), cuda_version(doc)
-        label = f"{device} · CUDA {cuda}" if cuda else device
-        m = machines.setdefault(label, Machine(label, device, cuda, doc["env"]))
+        key, label, cuda = machine_of(doc)
+        m = machines.setdefault(key, Machine(key, label, doc["env"], cuda))
         m.dates.append(doc["created"])
         m.sources.append(str(path))
-        m.cases.update({case_key(c): c for c in doc["cases"]})
-        m.speedups.update({(s["suite"], s["name"], s["backend"], s["precision"]): s for s in doc["speedups"]})
+        for c in doc["cases"]:
+            m.runs.setdefault(case_key(c), []).append(dict(c, source=str(path)))
+        for s in doc["speedups"]:
+            m.speedup_runs.setdefault((s["suite"], s["name"], s["backend"], s["precision"]), []).append(s["speedup"])
+    labels = [m.label for m in machines.values()]
+    for m in machines.values():  # two machines one label would merge in legends: name them fully
+        if labels.count(m.label) > 1:
+            m.label = m.key
     return sorted(machines.values(), key=lambda m: m.label)
 
 
@@ -167,8 +236,15 @@ class Plot:
     figure: object
     points: list = field(default_factory=list)  # {"series", "x", "y", "case"}
 
-    def add(self, series: str, x, y, case: str | None = None):
-        self.points.append({"series": series, "x": x, "y": y, "case": case})
+    def add(self, series: str, x, y, case: str | None = None, spread: tuple | None = None, runs: int = 1):
+        point = {"series": series, "x": x, "y": y, "case": case}
+        if runs > 1:
+            point.update(low=spread[0], high=spread[1], runs=runs)
+        self.points.append(point)
+
+    def add_case(self, series: str, x, y, case: dict, key: str):
+        """A point of a merged case: its median, with the range and count of its repetitions."""
+        self.add(series, x, y, case_label(case), case.get("spread", {}).get(key), case.get("runs", 1))
 
 
 def new_plot(name: str, title: str, caption: str, stamp: str, ncols: int = 1, nrows: int = 1,
@@ -233,7 +309,40 @@ def by_precision(cases: list[dict]) -> dict[str, list[dict]]:
     groups: dict[str, list[dict]] = {}
     for c in cases:
         groups.setdefault(c["precision"], []).append(c)
-    return dict(sorted(groups.items()))
+    return dict(sorted(groups.items(), key=lambda item: precision_order(item[0])))
+
+
+def error_bars(cases: list[dict], key: str, values: list[float]):
+    """Distances below and above each value to its repetitions' range, for matplotlib's xerr/yerr;
+    None when no case was measured more than once."""
+    if all(c.get("runs", 1) < 2 for c in cases):
+        return None
+    spreads = [c.get("spread", {}).get(key, (v, v)) for c, v in zip(cases, values)]
+    return [[v - low for v, (low, _) in zip(values, spreads)], [high - v for v, (_, high) in zip(values, spreads)]]
+
+
+def not_run(m: Machine, suite: str) -> dict[str, str]:
+    """Precisions of the suite that did not run on the machine, with the first reason given."""
+    reasons: dict[str, str] = {}
+    ok = {key[3] for key in m.ok_keys() if key[0] == suite}
+    for c in m.not_ok():
+        if c["suite"] == suite and c["precision"] not in ok:
+            reasons.setdefault(c["precision"], f"{c['status']}: {c.get('message', '')}")
+    return dict(sorted(reasons.items(), key=lambda item: precision_order(item[0])))
+
+
+def not_run_caption(m: Machine, suite: str) -> str:
+    reasons = not_run(m, suite)
+    return " Not run here: " + "; ".join(f"{p} ({why})" for p, why in reasons.items()) + "." if reasons else ""
+
+
+def note_not_run(plot: Plot, m: Machine, suite: str):
+    """Names in the figure the precisions that did not run, their reasons in the caption."""
+    reasons = not_run(m, suite)
+    if reasons:
+        plot.figure.text(0.99, 0.005, "not run: " + ", ".join(reasons) + " (reasons in the caption)", fontsize=7,
+                         color="0.35", ha="right", va="bottom")
+        plot.caption += not_run_caption(m, suite)
 
 
 def plot_gemm_sizes(m: Machine) -> Plot | None:
@@ -241,16 +350,17 @@ def plot_gemm_sizes(m: Machine) -> Plot | None:
     square = [c for c in gemm if gemm_group(c) == "square"]
     if not square:
         return None
-    plot, (ax,) = new_plot(f"gemm-size-{slug(m.label)}", f"GEMM throughput vs size — {m.device}",
+    plot, (ax,) = new_plot(f"gemm-size-{slug(m.label)}", f"GEMM throughput vs size — {m.label}",
                            "TFLOP/s of square GEMMs per precision; dashed: datasheet peak, dotted: best "
                            "measured in any GEMM case of that precision.", m.stamp())
     colour = colours({c["precision"] for c in gemm})
     for precision, cases in by_precision(square).items():
         cases.sort(key=gemm_size)
         xs, ys = [gemm_size(c) for c in cases], [rate(c, "tflops") for c in cases]
-        ax.plot(xs, ys, "o-", color=colour[precision], label=precision)
+        ax.errorbar(xs, ys, yerr=error_bars(cases, "tflops", ys), fmt="o-", capsize=3, color=colour[precision],
+                    label=precision)
         for c, x, y in zip(cases, xs, ys):
-            plot.add(precision, x, y, case_label(c))
+            plot.add_case(precision, x, y, c, "tflops")
         all_of_precision = [c for c in gemm if c["precision"] == precision]
         peak = datasheet_peak(all_of_precision)
         if peak:
@@ -261,6 +371,7 @@ def plot_gemm_sizes(m: Machine) -> Plot | None:
         plot.add(f"{precision} best measured", None, best)
     ax.set_xscale("log", base=2)
     finish(plot, ax, "size (m = n = k)", "TFLOP/s")
+    note_not_run(plot, m, "gemm")
     return plot
 
 
@@ -269,23 +380,26 @@ def plot_gemm_shapes(m: Machine) -> Plot | None:
     if not shaped:
         return None
     names = sorted({c["name"] for c in shaped})
-    precisions = sorted({c["precision"] for c in shaped})
-    plot, (ax,) = new_plot(f"gemm-shapes-{slug(m.label)}", f"GEMM throughput of model shapes — {m.device}",
+    precisions = sorted({c["precision"] for c in shaped}, key=precision_order)
+    plot, (ax,) = new_plot(f"gemm-shapes-{slug(m.label)}", f"GEMM throughput of model shapes — {m.label}",
                            "TFLOP/s per named shape (GPT-2 training GEMMs and any other group) and precision.",
                            m.stamp(), size=(8, 1.5 + 0.35 * len(names) * len(precisions) ** 0.5))
     colour = colours(precisions)
     height = 0.8 / len(precisions)
     for j, precision in enumerate(precisions):
         values = {c["name"]: c for c in shaped if c["precision"] == precision}
+        drawn = [values[name] for name in names if name in values]
         ys = [i + j * height for i, name in enumerate(names) if name in values]
-        widths = [rate(values[name], "tflops") for name in names if name in values]
-        ax.barh(ys, widths, height=height, color=colour[precision], label=precision)
-        for name in names:
-            if name in values:
-                plot.add(precision, rate(values[name], "tflops"), name, case_label(values[name]))
+        widths = [rate(c, "tflops") for c in drawn]
+        bars = ax.barh(ys, widths, height=height, color=colour[precision], label=precision,
+                       xerr=error_bars(drawn, "tflops", widths), capsize=2)
+        ax.bar_label(bars, fmt="%.3g", fontsize=6, padding=2)
+        for c, width in zip(drawn, widths):
+            plot.add_case(precision, width, c["name"], c, "tflops")
     ax.set_yticks([i + 0.4 - height / 2 for i in range(len(names))], names, fontsize=7)
     ax.invert_yaxis()
     finish(plot, ax, "TFLOP/s", "")
+    note_not_run(plot, m, "gemm")
     return plot
 
 
@@ -301,22 +415,24 @@ def plot_alignment(m: Machine) -> Plot | None:
     if not cases:
         return None
     dim = varying_dimension(cases)
-    plot, (ax,) = new_plot(f"gemm-alignment-{slug(m.label)}", f"GEMM alignment sweep — {m.device}",
+    plot, (ax,) = new_plot(f"gemm-alignment-{slug(m.label)}", f"GEMM alignment sweep — {m.label}",
                            f"TFLOP/s against {dim}; filled markers: {dim} is a multiple of 8 (what fp16/bf16 "
                            "Tensor Core kernels want), hollow: it is not.", m.stamp())
     colour = colours({c["precision"] for c in cases})
     for precision, group in by_precision(cases).items():
         group.sort(key=lambda c: param(c, dim, 0))
         xs, ys = [param(c, dim, 0) for c in group], [rate(c, "tflops") for c in group]
-        ax.plot(xs, ys, "-", color=colour[precision], label=precision)
+        ax.errorbar(xs, ys, yerr=error_bars(group, "tflops", ys), fmt="-", capsize=3, color=colour[precision],
+                    label=precision)
         for c, x, y in zip(group, xs, ys):
             aligned = x % 8 == 0
             ax.plot([x], [y], "o", color=colour[precision], markerfacecolor=colour[precision] if aligned else "white")
-            plot.add(precision, x, y, case_label(c))
+            plot.add_case(precision, x, y, c, "tflops")
     sizes = sorted({param(c, dim, 0) for c in cases})
     if len(sizes) <= 12:
         ax.set_xticks(sizes, [str(x) for x in sizes], fontsize=8)
     finish(plot, ax, dim, "TFLOP/s")
+    note_not_run(plot, m, "gemm")
     return plot
 
 
@@ -355,7 +471,7 @@ def plot_roofline(m: Machine, notes: list[str]) -> Plot | None:
     backend = gemm[0]["backend"]
     bandwidth, bandwidth_case = memory_ceiling(m, backend)
     ncols = min(3, len(groups))
-    plot, axes = new_plot(f"roofline-{slug(m.label)}", f"Roofline per precision — {m.device}",
+    plot, axes = new_plot(f"roofline-{slug(m.label)}", f"Roofline per precision — {m.label}",
                           "Achieved TFLOP/s against arithmetic intensity (FLOPs per byte of A, B and C). "
                           + (f"Slanted line: measured memory bandwidth {bandwidth:.0f} GB/s ({bandwidth_case}); "
                              if bandwidth else "No bandwidth suite result, so no memory ceiling; ")
@@ -372,9 +488,10 @@ def draw_roofline(plot: Plot, ax, precision: str, points: list, bandwidth):
     intensities = [i for _, i in points]
     achieved = [rate(c, "tflops") for c, _ in points]
     best, peak = max(achieved), datasheet_peak([c for c, _ in points])
-    ax.scatter(intensities, achieved, s=14, label="measured", zorder=3)
+    ax.errorbar(intensities, achieved, yerr=error_bars([c for c, _ in points], "tflops", achieved), fmt="o",
+                markersize=4, capsize=2, label="measured", zorder=3)
     for (c, i), y in zip(points, achieved):
-        plot.add(precision, i, y, case_label(c))
+        plot.add_case(precision, i, y, c, "tflops")
     ridge = (peak or best) * 1e3 / bandwidth if bandwidth else None  # FLOP/byte where memory stops limiting
     span = [min(intensities + ([ridge] if ridge else [])) / 4, max(intensities) * 4]
     for ceiling, style, label in ((best, "-", "best GEMM"), (peak, "--", "datasheet peak")):
@@ -417,7 +534,7 @@ def plot_bandwidth(m: Machine) -> Plot | None:
     dtypes: dict[str, list[dict]] = {}
     for c in cases:
         dtypes.setdefault(str(param(c, "dtype", c["precision"])), []).append(c)
-    plot, axes = new_plot(f"bandwidth-{slug(m.label)}", f"Memory bandwidth vs size — {m.device}",
+    plot, axes = new_plot(f"bandwidth-{slug(m.label)}", f"Memory bandwidth vs size — {m.label}",
                           "GB/s (bytes read + written) against the bytes a kernel touches, one panel per dtype; "
                           "the dotted line is the cache size: beyond it the kernels stream from memory.",
                           m.stamp(), ncols=min(3, len(dtypes)), nrows=math.ceil(len(dtypes) / 3), size=(5.5, 4.5))
@@ -427,6 +544,7 @@ def plot_bandwidth(m: Machine) -> Plot | None:
         draw_bandwidth(plot, ax, dtype, group, colour, transfers)
     for ax in axes[len(dtypes):]:
         ax.set_visible(False)
+    note_not_run(plot, m, "bandwidth")
     return plot
 
 
@@ -437,9 +555,10 @@ def draw_bandwidth(plot: Plot, ax, dtype: str, cases: list[dict], colour: dict, 
     for kernel, group in sorted(kernels.items()):
         group.sort(key=lambda c: param(c, "bytes"))
         xs, ys = [param(c, "bytes") for c in group], [rate(c, "gbps") for c in group]
-        ax.plot(xs, ys, "o-", markersize=3, color=colour[kernel], label=kernel)
+        ax.errorbar(xs, ys, yerr=error_bars(group, "gbps", ys), fmt="o-", markersize=3, capsize=2,
+                    color=colour[kernel], label=kernel)
         for c, x, y in zip(group, xs, ys):
-            plot.add(f"{kernel} {dtype}", x, y, case_label(c))
+            plot.add_case(f"{kernel} {dtype}", x, y, c, "gbps")
     cache = max((param(c, "cache_bytes", 0) or 0 for c in cases), default=0)
     if cache:
         ax.axvline(cache, color="0.4", linestyle=":", label=f"cache {format_bytes(cache)}")
@@ -462,20 +581,24 @@ def plot_casts(m: Machine) -> Plot | None:
     sizes = {param(c, "elements") for c in casts}
     label = (lambda c: c["name"]) if len(sizes) > 1 else (lambda c: c["name"].split("/")[0])
     casts.sort(key=label)
-    plot, (ax,) = new_plot(f"casts-{slug(m.label)}", f"Casts against the copy ceiling — {m.device}",
+    plot, (ax,) = new_plot(f"casts-{slug(m.label)}", f"Casts against the copy ceiling — {m.label}",
                            "GB/s (bytes read + written) of each conversion; the line is an fp32 copy of the "
                            "same number of elements, the most a memory-bound cast can reach.",
                            m.stamp(), size=(8, 1.5 + 0.4 * len(casts)))
-    ys = range(len(casts))
-    ax.barh(list(ys), [rate(c, "gbps") for c in casts], color="tab:blue")
+    ys, widths = list(range(len(casts))), [rate(c, "gbps") for c in casts]
+    bars = ax.barh(ys, widths, color="tab:blue", xerr=error_bars(casts, "gbps", widths), capsize=3)
+    ax.bar_label(bars, labels=[f"{rate(c, 'gbps'):.3g} GB/s ({rate(c, 'pct_of_copy'):.0f}% of copy)"
+                               if rate(c, "pct_of_copy") else f"{rate(c, 'gbps'):.3g} GB/s" for c in casts],
+                 fontsize=7, padding=3)
     for c in casts:
-        plot.add("cast", rate(c, "gbps"), label(c), case_label(c))
+        plot.add_case("cast", rate(c, "gbps"), label(c), c, "gbps")
     ax.set_yticks(list(ys), [label(c) for c in casts], fontsize=8)
     for c in copies:
         ax.axvline(rate(c, "gbps"), color="tab:red", linestyle="--", label=f"fp32 copy ceiling ({param(c, 'elements', '?')} elements)")
         plot.add("copy ceiling", rate(c, "gbps"), None, case_label(c))
     ax.invert_yaxis()
     finish(plot, ax, "GB/s", "")
+    note_not_run(plot, m, "cast")
     return plot
 
 
@@ -493,8 +616,7 @@ def config_suffix(m: Machine, config: str, count: int) -> str:
 
 
 def plot_transformer_speedup(m: Machine, config: str, cases: list[dict], count: int) -> Plot | None:
-    speedups = {k[3]: s["speedup"] for k, s in m.speedups.items() if k[0] == "transformer" and k[1] == config
-                and m.cases.get(k, {}).get("status") == "ok"}
+    speedups = {k[3]: s for k, s in m.speedups().items() if k[0] == "transformer" and k[1] == config}
     if not speedups:
         return None
     # With --attention auto a GPU runs amp modes on fused attention and fp32 unfused: say so on the bars.
@@ -505,14 +627,23 @@ def plot_transformer_speedup(m: Machine, config: str, cases: list[dict], count: 
         caption += (" The modes ran different attention kernels (params.attention), so part of a speedup may be "
                     "the fused attention; a run with --attention unfused compares precisions alone.")
     plot, (ax,) = new_plot(f"transformer-speedup-{config_suffix(m, config, count)}",
-                           f"Training step speedup per mode — {config} — {m.device}", caption, m.stamp())
-    modes = sorted(speedups)
-    labels = [f"{p}\n{attention[p]} attention" if mixed and attention.get(p) else p for p in modes]
-    ax.bar(labels, [speedups[p] for p in modes], color="tab:green")
+                           f"Training step speedup per mode — {config} — {m.label}", caption, m.stamp())
+    # The baseline first, at 1 by definition, then the modes measured against it.
+    baseline = [c["precision"] for c in cases if c["precision"] not in speedups][:1]
+    modes = sorted(speedups, key=precision_order)
+    stats = [{"speedup": 1.0, "low": 1.0, "high": 1.0, "runs": 1}] * len(baseline) + [speedups[p] for p in modes]
+    labels = [f"{p}\n{attention[p]} attention" if mixed and attention.get(p) else p for p in baseline + modes]
+    values = [s["speedup"] for s in stats]
+    repeated = any(s["runs"] > 1 for s in stats)
+    yerr = [[s["speedup"] - s["low"] for s in stats], [s["high"] - s["speedup"] for s in stats]] if repeated else None
+    bars = ax.bar(labels, values, color=["0.6"] * len(baseline) + ["tab:green"] * len(modes), yerr=yerr, capsize=4)
+    ax.bar_label(bars, fmt="%.2fx", fontsize=8, padding=2)
     ax.axhline(1, color="0.3", linewidth=1)
     for p in modes:
-        plot.add("speedup", p, speedups[p], f"transformer/{config}/{p}")
+        s = speedups[p]
+        plot.add("speedup", p, s["speedup"], f"transformer/{config}/{p}", (s["low"], s["high"]), s["runs"])
     finish(plot, ax, "mode", "speedup", legend=None)
+    note_not_run(plot, m, "transformer")
     return plot
 
 
@@ -529,10 +660,10 @@ def plot_breakdown(m: Machine, config: str, cases: list[dict], count: int) -> Pl
     profiled = [c for c in cases if breakdown_seconds(c)]
     if not profiled:
         return None
-    profiled.sort(key=lambda c: c["precision"])
+    profiled.sort(key=lambda c: precision_order(c["precision"]))
     categories = sorted({k for c in profiled for k in breakdown_seconds(c)})
     plot, (ax,) = new_plot(f"transformer-breakdown-{config_suffix(m, config, count)}",
-                           f"Step time by kernel category — {config} — {m.device}",
+                           f"Step time by kernel category — {config} — {m.label}",
                            "Seconds per training step in each kernel category, per precision mode.", m.stamp())
     bottoms = [0.0] * len(profiled)
     modes = [c["precision"] for c in profiled]
@@ -552,10 +683,10 @@ def plot_series(m: Machine, config: str, cases: list[dict], count: int, key: str
         return None
     is_loss = key == "loss"
     plot, (ax,) = new_plot(f"transformer-{slug(key)}-{config_suffix(m, config, count)}",
-                           f"{'Loss' if is_loss else 'Loss scale'} over steps — {config} — {m.device}",
+                           f"{'Loss' if is_loss else 'Loss scale'} over steps — {config} — {m.label}",
                            "Training loss per step and mode; the dashed line is the entropy floor of the data."
                            if is_loss else "Dynamic loss scale per step (drops mark overflow steps).", m.stamp())
-    for c in sorted(with_series, key=lambda c: c["precision"]):
+    for c in sorted(with_series, key=lambda c: precision_order(c["precision"])):
         values = [v for v in c["details"][key] if isinstance(v, (int, float))]
         ax.plot(range(len(values)), values, label=c["precision"], linewidth=1)
         plot.points.extend({"series": c["precision"], "x": i, "y": v, "case": case_label(c)}
@@ -585,7 +716,7 @@ def emulated_half_activations(case: dict) -> bool:
 
 
 def plot_peak_memory(m: Machine, config: str, cases: list[dict], count: int) -> Plot | None:
-    measured = sorted((c for c in cases if peak_memory(c)), key=lambda c: c["precision"])
+    measured = sorted((c for c in cases if peak_memory(c)), key=lambda c: precision_order(c["precision"]))
     if not measured:
         return None
     caption = "Peak device memory of a training step per precision mode."
@@ -594,11 +725,15 @@ def plot_peak_memory(m: Machine, config: str, cases: list[dict], count: int) -> 
         caption += (" Modes marked 'emulated' held their fp16/bf16 activations in fp32 buffers "
                     "(--activation-storage emulated): their bars do not show the memory half storage saves.")
     plot, (ax,) = new_plot(f"transformer-memory-{config_suffix(m, config, count)}",
-                           f"Peak memory per mode — {config} — {m.device}", caption, m.stamp())
+                           f"Peak memory per mode — {config} — {m.label}", caption, m.stamp())
     labels = [f"{c['precision']}\nemulated" if emulated_half_activations(c) else c["precision"] for c in measured]
-    ax.bar(labels, [peak_memory(c) / 2**30 for c in measured], color="tab:purple")
+    gib = [peak_memory(c) / 2**30 for c in measured]
+    spread = error_bars(measured, "peak_memory_bytes", [peak_memory(c) for c in measured])
+    bars = ax.bar(labels, gib, color="tab:purple", capsize=4,
+                  yerr=[[d / 2**30 for d in side] for side in spread] if spread else None)
+    ax.bar_label(bars, fmt="%.2f GiB", fontsize=8, padding=2)
     for c in measured:
-        plot.add("peak memory", c["precision"], peak_memory(c), case_label(c))
+        plot.add_case("peak memory", c["precision"], peak_memory(c), c, "peak_memory_bytes")
     finish(plot, ax, "mode", "GiB", legend=None)
     return plot
 
@@ -628,8 +763,9 @@ def grouped_bars(plot: Plot, ax, groups: list[str], machines: list[str], value):
         bars = [(i, value(group, machine), group) for i, group in enumerate(groups)]
         bars = [(i, v, group) for i, v, group in bars if v is not None]
         if bars:
-            ax.bar([i + j * width for i, _, _ in bars], [v for _, v, _ in bars], width, color=colour[machine],
-                   label=machine)
+            drawn = ax.bar([i + j * width for i, _, _ in bars], [v for _, v, _ in bars], width, color=colour[machine],
+                           label=machine)
+            ax.bar_label(drawn, fmt="%.3g", fontsize=6, padding=2)
         for _, v, group in bars:
             plot.add(machine, group, v)
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups)
@@ -637,8 +773,8 @@ def grouped_bars(plot: Plot, ax, groups: list[str], machines: list[str], value):
 
 def ok_speedups(m: Machine, suite: str) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
-    for key, s in m.speedups.items():
-        if key[0] == suite and m.cases.get(key, {}).get("status") == "ok" and s["speedup"] > 0:
+    for key, s in m.speedups().items():
+        if key[0] == suite and s["speedup"] > 0:
             out.setdefault(key[3], []).append(s["speedup"])
     return out
 
@@ -652,7 +788,7 @@ def plot_speedup_by_machine(machines: list[Machine], suite: str) -> Plot | None:
     per_machine = {k: v for k, v in per_machine.items() if v}
     if len(per_machine) < 2:
         return None
-    modes = sorted({p for v in per_machine.values() for p in v})
+    modes = sorted({p for v in per_machine.values() for p in v}, key=precision_order)
     plot, (ax,) = new_plot(f"machines-speedup-{slug(suite)}", f"Speedup per mode and machine — {suite}",
                            f"Geometric mean over the {suite} cases of each mode's speedup over the baseline "
                            "measured within each run.", stamps(machines), size=(9, 5))
@@ -694,7 +830,7 @@ def plot_normalized(machines: list[Machine], reference: Machine, metric) -> Plot
         ratios = [mine[k] / ref[k] for k in mine if k in ref and k[3] == mode]
         return geomean(ratios) if ratios else None
 
-    modes = sorted({k[3] for k in ref})
+    modes = sorted({k[3] for k in ref}, key=precision_order)
     plot, (ax,) = new_plot(f"machines-relative-{slug(key)}", f"{unit} relative to {reference.label}",
                            f"Geometric mean over the {suite} cases both machines ran of {unit} divided by the "
                            f"reference machine's ({reference.label} = 1).", stamps(machines), size=(9, 5))
@@ -757,7 +893,7 @@ def plot_per_cost(machines: list[Machine], prices: list[dict], metric, cost: str
     # TFLOP/s * 3600 s/h / ($/h) = TFLOP per dollar; tokens/s * 3600 / ($/h) = tokens per dollar.
     scale, what = (3600, f"{unit.split('/')[0]} per $") if per_dollar else (1, f"{unit} per W")
     best = {m.label: best_throughput(m, suite, key) for m in machines if m.label in priced}
-    modes = sorted({p for v in best.values() for p in v})
+    modes = sorted({p for v in best.values() for p in v}, key=precision_order)
     plot, (ax,) = new_plot(f"machines-per-{'dollar' if per_dollar else 'watt'}", f"{what} by machine",
                            f"Best {unit} per mode ({suite}) " + ("times 3600 over the price per hour."
                            if per_dollar else "over the watts given in the prices file."),
@@ -773,7 +909,7 @@ def machine_plots(machines: list[Machine], reference: Machine | None, prices: li
                   notes: list[str]):
     if len(machines) < 2:
         return
-    for suite in sorted({k[0] for m in machines for k in m.speedups}):
+    for suite in sorted({k[0] for m in machines for k in m.speedup_runs}):
         yield plot_speedup_by_machine(machines, suite)
     metric = throughput_metric(machines)
     if metric is None:
@@ -808,6 +944,12 @@ def single_machine_plots(m: Machine, notes: list[str]):
     yield from transformer_plots(m)
 
 
+def machine_figures(m: Machine, notes: list[str]):
+    """(heading, plot) of one machine; a function, so each machine's plots carry its own label."""
+    for plot in single_machine_plots(m, notes):
+        yield m.label, plot
+
+
 def format_seconds(s) -> str:
     if not isinstance(s, (int, float)):
         return ""
@@ -834,28 +976,41 @@ def machines_table(machines: list[Machine]) -> str:
     rows = []
     for m in machines:
         gpu = (m.env.get("gpus") or [{}])[0]
-        rows.append([m.label, m.cuda or "-", gpu.get("driver_version") or "-", m.env.get("cpu", {}).get("model", "-"),
+        rows.append([m.label, m.key, m.cuda or "-", gpu.get("driver_version") or "-",
                      ", ".join(sorted({d[:10] for d in m.dates})), ", ".join(m.sources)])
-    return table(["machine", "CUDA", "driver", "CPU", "date", "documents"], rows)
+    return table(["machine", "identity (CPU model, ISA flags, ISA limit; or GPU, CUDA)", "CUDA", "driver", "date",
+                  "documents"], rows)
+
+
+def format_spread(case: dict) -> str:
+    """The range of the median time over a case's repetitions."""
+    times = [c["metrics"]["seconds"]["median"] for c in case.get("repetitions", [])]
+    return f"{format_seconds(min(times))} to {format_seconds(max(times))}" if len(times) > 1 else ""
 
 
 def cases_table(m: Machine) -> str:
     rows = []
-    for c in sorted(m.cases.values(), key=case_key):
-        if c["status"] != "ok":
+    speedups = m.speedups()
+    for key, runs in sorted(m.runs.items()):
+        ok = [c for c in runs if c["status"] == "ok"]
+        c = merge_runs(ok)
+        if c is None:
             continue
-        seconds = c.get("metrics", {}).get("seconds", {})
-        speedup = m.speedups.get(case_key(c), {}).get("speedup")
-        rows.append([c["suite"], c["name"], c["backend"], c["precision"], format_seconds(seconds.get("median")),
-                     format_rates(c), f"{speedup:.2f}x" if speedup else ""])
-    return table(["suite", "case", "backend", "precision", "median time", "rates", "speedup"], rows)
+        c["repetitions"] = [r for r in ok if "seconds" in r.get("metrics", {})]
+        s = speedups.get(key)
+        rows.append([c["suite"], c["name"], c["backend"], c["precision"], str(len(ok)),
+                     format_seconds(c.get("metrics", {}).get("seconds", {}).get("median")), format_spread(c),
+                     format_rates(c), f"{s['speedup']:.2f}x" if s else ""])
+    return table(["suite", "case", "backend", "precision", "runs", "median time (median of runs)", "range over runs",
+                  "rates", "speedup"], rows)
 
 
 def not_ok_table(machines: list[Machine]) -> str:
-    rows = [[m.label, case_label(c), c["status"], c.get("message", "")] for m in machines for c in m.not_ok()]
+    rows = [[m.label, case_label(c), c["status"], c.get("message", ""), c.get("source", "")]
+            for m in machines for c in m.not_ok()]
     if not rows:
         return "<p>Every case ran.</p>"
-    return table(["machine", "case", "status", "message"], rows)
+    return table(["machine", "case", "status", "message", "document"], rows)
 
 
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:1200px}
@@ -898,7 +1053,7 @@ def build_report(args) -> Path:
     except OSError as e:
         raise ReportError(f"cannot create '{args.out}': {e.strerror}") from e
     notes: list[str] = []
-    plots = itertools.chain(*(((m.label, p) for p in single_machine_plots(m, notes)) for m in machines),
+    plots = itertools.chain(*(machine_figures(m, notes) for m in machines),
                             (("Several machines", p) for p in machine_plots(machines, reference, prices, notes)))
     figures = [dict(save(p, args.out), group=group) for group, p in plots if p is not None]
     write_html(args.out, machines, figures, notes, ignored)

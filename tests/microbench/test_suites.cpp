@@ -167,6 +167,52 @@ TEST(PercentOfCopy, UsesTheCopyOfTheSameSize) {
   EXPECT_FALSE(cases[3].rates.contains("pct_of_copy"));
 }
 
+TEST(PercentOfCopy, NamesTheCopyItIsRelativeTo) {
+  std::vector<CaseResult> cases(3);
+  for (auto& c : cases) {
+    c.suite = "bandwidth";
+    c.precision = "fp32";
+  }
+  cases[0].name = "memcpy/n=100";
+  cases[0].params = {{"kernel", "memcpy"}, {"elements", 100}};
+  cases[0].rates = {{"gbps", 50.0}};
+  cases[1].name = "memcpy/n=100";  // a slower repetition: the fastest copy is the ceiling
+  cases[1].precision = "fp16";
+  cases[1].params = {{"kernel", "memcpy"}, {"elements", 100}};
+  cases[1].rates = {{"gbps", 20.0}};
+  cases[2].name = "triad/n=100";
+  cases[2].params = {{"kernel", "triad"}, {"elements", 100}};
+  cases[2].rates = {{"gbps", 30.0}};
+  add_percent_of_copy(cases, "bandwidth", "memcpy");
+  const nlohmann::json fastest = {{"name", "memcpy/n=100"}, {"precision", "fp32"}};
+  EXPECT_EQ(cases[2].details["copy_reference"], fastest);
+  EXPECT_DOUBLE_EQ(cases[2].rates["pct_of_copy"].get<double>(), 60.0);
+  EXPECT_EQ(cases[0].details["copy_reference"], fastest) << "the copy names itself";
+  EXPECT_DOUBLE_EQ(cases[1].rates["pct_of_copy"].get<double>(), 40.0);
+}
+
+TEST(RunTable, MarksCasesThatStoppedBeforeTheirNoiseTarget) {
+  ResultDocument d;
+  for (const bool converged : {true, false}) {
+    CaseResult c;
+    c.suite = "gemm";
+    c.name = converged ? "square_256" : "square_512";
+    c.backend = "cpu";
+    c.precision = "fp32";
+    c.seconds = Statistics::of({1e-3, 1.1e-3, 0.9e-3});
+    c.details["measurement"] = {{"converged", converged}, {"stop_reason", converged ? "noise" : "timeout"}};
+    d.cases.push_back(c);
+  }
+  const std::string table = format_summary(d);
+  const auto row = [&](const std::string& name) {
+    const auto at = table.find(name);
+    return table.substr(at, table.find('\n', at) - at);
+  };
+  EXPECT_EQ(row("square_256").find("%*"), std::string::npos) << table;
+  EXPECT_NE(row("square_512").find("%*"), std::string::npos) << table;
+  EXPECT_NE(table.find("* 1 of 2 cases stopped before their noise target"), std::string::npos) << table;
+}
+
 TEST(Runner, MeasuresRealCpuCasesThroughGoogleBenchmark) {
   auto cpu = cpu::make_backend();
   std::vector<CaseSpec> chosen;

@@ -645,6 +645,71 @@ TEST(Explain, StreamKernelsAgainstTheBytesRatio) {
   EXPECT_FALSE(finding(triad_bf16, "cache_effect"));
 }
 
+// A stream kernel's case whose samples spread by `spread` (stddev / mean), measured by the sampler.
+json sampled_case(const std::string& suite, const std::string& name, const std::string& precision, double median_s,
+                  double spread, json params = json::object(), json rates = json::object()) {
+  json c = case_json(suite, name, "cpu", precision, median_s, {{"measurement", {{"converged", spread <= 0.02}}}},
+                     std::move(params), std::move(rates));
+  c["metrics"]["seconds"]["stddev"] = spread * median_s;
+  return c;
+}
+
+TEST(ExplainNoiseGate, NoCauseIsReadIntoANoisyRatio) {
+  // fp16 copy 284x over fp32 with spreads of 134% and 230%: the cache-effect rule would fire on it.
+  const json run = {{"sampler", {{"max_noise", 0.02}}}};
+  const auto doc = document(json::array({sampled_case("bandwidth", "copy/n=1", "fp32", 2.8435, 1.34, {{"kernel", "copy"}}),
+                                         sampled_case("bandwidth", "copy/n=1", "fp16", 0.01, 2.30, {{"kernel", "copy"}})}),
+                            run);
+  const auto e = explain(doc);
+  const auto& fp16 = case_named(e, "bandwidth/copy/n=1/cpu/fp16");
+  ASSERT_EQ(fp16.findings.size(), 1u);
+  EXPECT_EQ(fp16.findings[0].rule, "too_noisy");
+  EXPECT_NEAR(fp16.findings[0].evidence["noise"].get<double>(), std::hypot(1.34, 2.30), 1e-12);
+  EXPECT_NE(fp16.findings[0].message.find("rerun"), std::string::npos) << fp16.findings[0].message;
+}
+
+TEST(ExplainNoiseGate, ARatioWithinTheRunsTargetKeepsItsCauses) {
+  // Spreads of 1.5% and 1%: sqrt(1.5^2 + 1^2) = 1.8% is within 2% * sqrt(2) = 2.83%.
+  const json run = {{"sampler", {{"max_noise", 0.02}}}};
+  const auto doc = document(json::array({sampled_case("bandwidth", "copy/n=1", "fp32", 1.0, 0.015, {{"kernel", "copy"}}),
+                                         sampled_case("bandwidth", "copy/n=1", "fp16", 0.2, 0.01, {{"kernel", "copy"}})}),
+                            run);
+  const auto e = explain(doc);
+  EXPECT_TRUE(finding(case_named(e, "bandwidth/copy/n=1/cpu/fp16"), "cache_effect"));
+  // The same spreads against a 1% target: 1.8% > 1.41%, the gate closes.
+  const auto strict = document(doc.to_json()["cases"], {{"sampler", {{"max_noise", 0.01}}}});
+  const auto gated = explain(strict);
+  EXPECT_TRUE(finding(case_named(gated, "bandwidth/copy/n=1/cpu/fp16"), "too_noisy"));
+}
+
+TEST(ExplainNoiseGate, NoisyCastsAndSpeedupsAreLeftOutOfTheVerdictsFigures) {
+  const json run = {{"sampler", {{"max_noise", 0.02}}}};
+  json cases = json::array(
+      {sampled_case("cast", "copy/n=16", "fp32", 1.0, 0.01, {{"kernel", "copy"}, {"elements", 16}}),
+       sampled_case("cast", "f32_to_bf16/n=16", "bf16", 1.0, 0.01, {{"kernel", "f32_to_bf16"}, {"elements", 16}},
+                    {{"pct_of_copy", 60.0}}),
+       sampled_case("cast", "f32_to_f16/n=16", "fp16", 1.0, 0.9, {{"kernel", "f32_to_f16"}, {"elements", 16}},
+                    {{"pct_of_copy", 4.0}})});
+  for (const auto& [precision, spread] : {std::pair{"fp32", 0.01}, std::pair{"bf16", 0.01}}) {
+    json g = sampled_case("gemm", "g", precision, precision == std::string("fp32") ? 2.0 : 1.0, spread);
+    g["details"]["gemm_path"] = {{"precision", precision}, {"path", "native"}, {"reason", "AVX512-BF16"}};
+    cases.push_back(g);
+  }
+  cases.push_back(sampled_case("gemm", "h", "bf16", 0.1, 0.5));
+  cases.push_back(sampled_case("gemm", "h", "fp32", 2.0, 0.5));
+  const auto e = explain(document(cases, run));
+  const Finding& casts = verdict_finding(e, "verdict_casts", "");
+  EXPECT_EQ(casts.evidence["cases"], 1);
+  EXPECT_EQ(casts.evidence["too_noisy"], 1);
+  EXPECT_DOUBLE_EQ(casts.evidence["median_pct_of_copy"].get<double>(), 60.0);
+  const Finding& gemm = verdict_finding(e, "verdict_gemm", "bf16");
+  EXPECT_DOUBLE_EQ(gemm.evidence["median_speedup"].get<double>(), 2.0) << "h's noisy 20x is left out";
+  EXPECT_EQ(gemm.evidence["too_noisy"], 1);
+  // The noisy cast is named as such in the document's findings, not as slower than a copy.
+  ASSERT_EQ(e.findings.size(), 1u);
+  EXPECT_EQ(e.findings[0].rule, "too_noisy");
+}
+
 TEST(Explain, MalformedInputIsAUsageError) {
   const auto no_baseline = document(json::array({case_json("gemm", "g", "cpu", "bf16", 0.01)}));
   EXPECT_THROW(explain(no_baseline), UsageError);

@@ -2,8 +2,8 @@
 checkpoint's config.json, batch.json and model.safetensors, and token files. Each run draws a fresh
 seed (MPBENCH_FUZZ_SEED replays one) and spends MPBENCH_FUZZ_SECONDS (default 60) mutating valid
 files. It fails on a crash (a signal), a hang (the time limit), an exit status other than 0 or 2
-(for compare, also 1 on a well-formed pair), exit 1 from compare on a malformed document, and an
-error that is not one line naming the file and, for a result document, the field."""
+(for compare on a well-formed pair, also 1 and 3), exit 1 or 3 from compare on a malformed
+document, and an error that is not one line naming the file and, for a result document, the field."""
 import json
 import os
 import random
@@ -172,7 +172,7 @@ def test_readers_survive_mutated_files(tmp_path, checkpoint):
                      "baseline precision" not in explained.stderr)
         findings.check("explain doc.json", doc.read_bytes(), explained, {0, 2}, str(doc), field_named=malformed)
         compared = run(["compare", str(base), str(doc)], tmp_path)
-        findings.check("compare gemm_base.json doc.json", doc.read_bytes(), compared, {2} if malformed else {0, 1, 2},
+        findings.check("compare gemm_base.json doc.json", doc.read_bytes(), compared, {2} if malformed else {0, 1, 2, 3},
                        str(doc), field_named=malformed)
         # A checkpoint's files and a token file, every few rounds (each is a short training run).
         if round_ % 4 == 0:

@@ -281,3 +281,68 @@ def test_breakdown_reads_the_profiler_categories_object(report, tmp_path):
     assert {p["series"] for p in points} == {"gemm", "elementwise", "optimizer"}
     gemm_fp32 = next(p for p in points if p["series"] == "gemm" and p["x"] == "fp32")
     assert gemm_fp32["y"] == pytest.approx(0.5)
+
+
+def cpu_document(cases, model="AMD EPYC 9454", flags=("avx2", "avx512f", "avx512_bf16"), cpu_isa="",
+                 created="2026-12-02T10:00:00Z"):
+    for c in cases:
+        c["backend"] = "cpu"
+    doc = document(cases, created=created)
+    doc["run"].update(device="cpu", cpu_isa=cpu_isa)
+    doc["env"]["cpu"] = {"model": model, "logical_cores": 2,
+                         "flags": {f: f in flags for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16")}}
+    doc["env"]["gpus"] = []
+    doc["speedups"] = [dict(s, backend="cpu") for s in doc["speedups"]]
+    return doc
+
+
+def machine_labels(out: Path) -> set[str]:
+    page = (out / "index.html").read_text()
+    return {h.split("</h3>")[0] for h in page.split("<h3>")[1:]}
+
+
+def test_cpus_of_one_model_with_other_isa_flags_or_limits_are_other_machines(report, write_document, tmp_path):
+    paths = [write_document("bf16.json", cpu_document(cast_cases())),
+             write_document("no_bf16.json", cpu_document(cast_cases(), flags=("avx2", "avx512f"))),
+             write_document("capped.json", cpu_document(cast_cases(), cpu_isa="avx2"))]
+    out = tmp_path / "out"
+    assert run_report(report, [*paths, "-o", out]) == 0
+    assert machine_labels(out) == {"AMD EPYC 9454 · AVX512-BF16", "AMD EPYC 9454 · AVX-512",
+                                   "AMD EPYC 9454 · AVX512-BF16 · ISA limit avx2"}
+    assert len(list(out.glob("casts-*.svg"))) == 3
+    for svg in out.glob("casts-*.svg"):  # each plot headed with its own machine
+        title = next(label for label in machine_labels(out) if svg.stem == f"casts-{report.slug(label)}")
+        assert f"Casts against the copy ceiling — {title}" in svg.read_text(), svg.name
+
+
+def test_repeated_documents_of_one_machine_are_drawn_as_spread_not_dropped(report, write_document, tmp_path):
+    runs = []
+    for i, gbps in enumerate((1000.0, 1200.0, 1400.0)):
+        cases = cast_cases()
+        cases[1]["rates"]["gbps"] = gbps
+        runs.append(write_document(f"run{i}.json", cpu_document(cases, created=f"2026-12-0{i + 1}T10:00:00Z")))
+    failing = cast_cases()
+    failing[1].update(status="error", message="conversion kernel crashed", metrics={})
+    runs.append(write_document("run3.json", cpu_document(failing, created="2026-12-04T10:00:00Z")))
+    out = tmp_path / "out"
+    assert run_report(report, [*runs, "-o", out]) == 0
+    assert len(machine_labels(out)) == 1
+    cast = next(p for p in drawn_points(out)[next(n for n in drawn_points(out) if n.startswith("casts-"))]
+                if p["series"] == "cast")
+    assert (cast["x"], cast["low"], cast["high"], cast["runs"]) == (1200.0, 1000.0, 1400.0, 3)
+    page = (out / "index.html").read_text()
+    assert "conversion kernel crashed" in page and "run3.json" in page  # the failed repetition is listed
+
+
+def test_baseline_first_value_labels_and_modes_not_run_with_their_reason(report, write_document, tmp_path):
+    cases = transformer_cases(10000.0)
+    cases.append(case("transformer", "gpt2-124m", "amp-fp16", {"layers": 12}, {}, status="skipped",
+                      message="fp16 GEMMs need a GPU"))
+    out = tmp_path / "out"
+    assert run_report(report, [write_document("t.json", document(cases)), "-o", out]) == 0
+    svg = next(out.glob("transformer-speedup-*.svg")).read_text()
+    assert svg.index(">fp32<") < svg.index(">tf32<") < svg.index(">amp-bf16<")
+    for label in ("1.00x", "2.50x", "4.00x"):
+        assert label in svg, label
+    assert "not run: amp-fp16" in svg
+    assert "Not run here: amp-fp16 (skipped: fp16 GEMMs need a GPU)" in (out / "index.html").read_text()

@@ -1,0 +1,98 @@
+#include "compare/figures.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace mpbench::compare {
+
+std::string_view metric_name(Metric m) {
+  switch (m) {
+    case Metric::speedup: return "speedup";
+    case Metric::pct_of_copy: return "pct_of_copy";
+    case Metric::seconds: return "seconds";
+  }
+  return "seconds";
+}
+
+bool higher_is_better(Metric m) { return m != Metric::seconds; }
+
+namespace {
+
+const CaseResult* find_ok(const ResultDocument& doc, const CaseResult& like, const std::string& name,
+                          const std::string& precision) {
+  for (const auto& c : doc.cases)
+    if (c.suite == like.suite && c.backend == like.backend && c.name == name && c.precision == precision &&
+        c.status == CaseStatus::ok)
+      return &c;
+  return nullptr;
+}
+
+double spread_of(const CaseResult* c) { return c && c->seconds ? c->seconds->relative_spread() : 0.0; }
+
+// A run's fastest sample: interference from other processes only ever adds time, so on a shared
+// machine it moves far less from run to run than the median.
+double fastest(const CaseResult& c) { return c.seconds->min > 0 ? c.seconds->min : c.seconds->median; }
+
+bool converged(const CaseResult* c) {
+  if (!c) return true;
+  const nlohmann::json::json_pointer p("/measurement/converged");
+  return !c->details.contains(p) || !c->details.at(p).is_boolean() || c->details.at(p).get<bool>();
+}
+
+std::optional<RunFigure> speedup_figure(const ResultDocument& doc, const CaseResult& c, const std::string& baseline) {
+  if (c.precision == baseline) return std::nullopt;
+  const CaseResult* partner = find_ok(doc, c, c.name, baseline);
+  if (!partner) return std::nullopt;
+  if (!partner->seconds || !c.seconds || fastest(c) <= 0 || fastest(*partner) <= 0) return std::nullopt;
+  // A ratio of two times: its spread combines both times'.
+  return RunFigure{fastest(*partner) / fastest(c), std::hypot(spread_of(&c), spread_of(partner)), {}, baseline,
+                   converged(&c) && converged(partner)};
+}
+
+// The copy a case's pct_of_copy is relative to (details.copy_reference); null for documents
+// written before mpbench recorded it.
+const nlohmann::json& copy_reference(const CaseResult& c) {
+  static const nlohmann::json kNone;
+  return c.details.contains("copy_reference") && c.details["copy_reference"].is_object() ? c.details["copy_reference"]
+                                                                                        : kNone;
+}
+
+std::optional<RunFigure> pct_of_copy_figure(const ResultDocument& doc, const CaseResult& c) {
+  if (!c.rates.contains("pct_of_copy") || !c.rates["pct_of_copy"].is_number()) return std::nullopt;
+  const double value = c.rates["pct_of_copy"].get<double>();
+  const nlohmann::json& ref = copy_reference(c);
+  if (ref.is_null()) {
+    // An older document: the copy itself is the case at 100% of it, to the last bits.
+    if (std::abs(value - 100) < 1e-9) return std::nullopt;
+    return RunFigure{value, spread_of(&c), {}, "the run's copy", converged(&c)};
+  }
+  const std::string name = ref.value("name", ""), precision = ref.value("precision", "");
+  if (name == c.name && precision == c.precision) return std::nullopt;  // the copy itself
+  const CaseResult* copy = find_ok(doc, c, name, precision);
+  if (value <= 0 || !copy || !c.seconds || !copy->seconds) return std::nullopt;
+  // The recorded share is of median rates (GB/s is bytes over time); taken to the fastest samples.
+  const double fastest_share = value * (c.seconds->median / fastest(c)) * (fastest(*copy) / copy->seconds->median);
+  return RunFigure{fastest_share, std::hypot(spread_of(&c), spread_of(copy)), {}, fmt::format("{} {}", name, precision),
+                   converged(&c) && converged(copy)};
+}
+
+std::optional<RunFigure> seconds_figure(const CaseResult& c) {
+  if (!c.seconds || fastest(c) <= 0) return std::nullopt;
+  return RunFigure{fastest(c), c.seconds->relative_spread(), c.seconds->values, "the base runs", converged(&c)};
+}
+
+}  // namespace
+
+std::optional<RunFigure> run_figure(const ResultDocument& doc, const CaseResult& c, Metric metric,
+                                    const std::string& baseline) {
+  if (c.status != CaseStatus::ok) return std::nullopt;
+  switch (metric) {
+    case Metric::speedup: return speedup_figure(doc, c, baseline);
+    case Metric::pct_of_copy: return pct_of_copy_figure(doc, c);
+    case Metric::seconds: return seconds_figure(c);
+  }
+  return std::nullopt;
+}
+
+}  // namespace mpbench::compare

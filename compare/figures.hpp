@@ -1,0 +1,39 @@
+#pragma once
+// The figure each case is tracked by, read from one run. Every suite has one by default:
+//   speedup:     the case's speedup over the baseline precision (fp32) measured in the same run,
+//                where the run measured that precision on the same case;
+//   pct_of_copy: its rate as a share of the copy measured in the same run (rates.pct_of_copy;
+//                the cast suite's conversions and the bandwidth suite's fp32 kernels);
+//   seconds:     its time, for the rest (fp32 GEMMs, the copies themselves), judged against the
+//                base runs of the same case.
+// Each is taken from the run's fastest samples (metrics.seconds.min): on a shared machine other
+// processes only ever add time, so the fastest sample moves far less between runs than the median
+// (the minimum as the robust estimator, as Conbench's best-of-repetitions). Ratios measured within
+// one run cancel most of the drift between runs; times do not, which is what repeated runs are for.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace mpbench::compare {
+
+enum class Metric { speedup, pct_of_copy, seconds };
+std::string_view metric_name(Metric m);  // "speedup", "pct_of_copy", "seconds"
+bool higher_is_better(Metric m);
+
+// A case's figure in one run.
+struct RunFigure {
+  double value = 0;
+  double spread = 0;           // relative spread (stddev / mean) of the samples behind it
+  std::vector<double> samples;  // seconds: the run's samples, for the rank test
+  std::string reference;       // what the figure is relative to, e.g. "fp32", "memcpy/n=1048576 fp32"
+  bool converged = true;       // every measurement behind it reached the run's noise target
+};
+
+// The figure `metric` of the ok case `c` in `doc`; empty where the run has none (no case of the
+// baseline precision, no copy to be a share of, the case is that copy itself, no median).
+std::optional<RunFigure> run_figure(const ResultDocument& doc, const CaseResult& c, Metric metric,
+                                    const std::string& baseline);
+
+}  // namespace mpbench::compare

@@ -1,0 +1,24 @@
+#pragma once
+// A compare Report as text (the CI log), markdown (a CI comment or job summary) or JSON (tools).
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "compare/report.hpp"
+
+namespace mpbench::compare {
+
+enum class Format { text, markdown, json };
+Format parse_format(std::string_view text);  // throws UsageError naming the formats
+
+std::string render_text(const Report& report);
+std::string render_markdown(const Report& report);
+nlohmann::json report_json(const Report& report);
+std::string render(const Report& report, Format format);
+
+// "speedup over fp32", "% of memcpy/n=1048576 fp32", "fastest time": what a row's figure is.
+std::string figure_label(const Comparison& c);
+// "3 noisy cases (inconclusive; ...): 9 runs per side would settle them"; empty without noisy ones.
+std::string noisy_summary(const Report& report);
+
+}  // namespace mpbench::compare

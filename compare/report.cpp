@@ -1,0 +1,189 @@
+#include "compare/report.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace mpbench::compare {
+
+namespace {
+
+// One case in one run.
+struct CaseInRun {
+  const ResultDocument* document;
+  const CaseResult* result;
+};
+
+// Each case's runs on the side, in run order (a document holding a case twice counts once).
+std::map<CaseKey, std::vector<CaseInRun>> runs_by_case(const Side& side) {
+  std::map<CaseKey, std::vector<CaseInRun>> out;
+  for (const auto& run : side.runs)
+    for (const auto& c : run.document.cases) {
+      auto& runs = out[key_of(c)];
+      if (runs.empty() || runs.back().document != &run.document) runs.push_back({&run.document, &c});
+    }
+  return out;
+}
+
+int severity(CaseStatus s) { return s == CaseStatus::error ? 2 : s == CaseStatus::skipped ? 1 : 0; }
+
+// The worst status of the runs, with its message.
+const CaseResult& worst(const std::vector<CaseInRun>& runs) {
+  const auto it = std::max_element(runs.begin(), runs.end(), [](const CaseInRun& a, const CaseInRun& b) {
+    return severity(a.result->status) < severity(b.result->status);
+  });
+  return *it->result;
+}
+
+// The case's figure in every run, or empty when a run lacks it.
+std::vector<RunFigure> figures(const std::vector<CaseInRun>& runs, Metric metric, const std::string& baseline) {
+  std::vector<RunFigure> out;
+  for (const auto& run : runs) {
+    auto f = run_figure(*run.document, *run.result, metric, baseline);
+    if (!f) return {};
+    out.push_back(std::move(*f));
+  }
+  return out;
+}
+
+// The first figure, in the order of compare/figures.hpp, that every run of both sides has.
+std::optional<Metric> tracked_metric(const std::vector<CaseInRun>& base, const std::vector<CaseInRun>& current,
+                                     const std::string& baseline) {
+  for (Metric m : {Metric::speedup, Metric::pct_of_copy, Metric::seconds})
+    if (!figures(base, m, baseline).empty() && !figures(current, m, baseline).empty()) return m;
+  return std::nullopt;
+}
+
+Comparison compare_figure(const CaseKey& key, Metric metric, const std::vector<CaseInRun>& base,
+                          const std::vector<CaseInRun>& current, const Options& options) {
+  const auto b = figures(base, metric, options.baseline), n = figures(current, metric, options.baseline);
+  Comparison c;
+  c.key = key;
+  c.metric = metric;
+  c.reference = b.front().reference;
+  c.param_changes = param_changes(base.front().result->params, current.front().result->params);
+  return judge(std::move(c), b, n, options);
+}
+
+void compare_case(Report& report, const CaseKey& key, const std::vector<CaseInRun>& base,
+                  const std::vector<CaseInRun>& current, const Options& options) {
+  const auto metric = tracked_metric(base, current, options.baseline);
+  if (!metric) return;
+  report.comparisons.push_back(compare_figure(key, *metric, base, current, options));
+  if (options.absolute && *metric != Metric::seconds && !figures(base, Metric::seconds, "").empty() &&
+      !figures(current, Metric::seconds, "").empty())
+    report.comparisons.push_back(compare_figure(key, Metric::seconds, base, current, options));
+}
+
+std::string suites_text(const Side& side) {
+  std::set<std::string> suites;
+  for (const auto& run : side.runs) {
+    const auto s = suites_of(run.document);
+    suites.insert(s.begin(), s.end());
+  }
+  return suites.empty() ? "no cases" : fmt::format("suites {}", fmt::join(suites, ", "));
+}
+
+int verdict_order(Verdict v) { return static_cast<int>(v); }
+
+}  // namespace
+
+std::size_t Report::count(Verdict v) const {
+  return std::count_if(comparisons.begin(), comparisons.end(), [v](const Comparison& c) { return c.verdict == v; });
+}
+
+std::size_t Report::newly_failing() const {
+  return std::count_if(not_ok.begin(), not_ok.end(), [](const StatusChange& s) { return s.newly_failing(); });
+}
+
+std::size_t Report::skipped_in_both() const {
+  return std::count_if(not_ok.begin(), not_ok.end(), [](const StatusChange& s) { return s.skipped_in_both(); });
+}
+
+std::string Report::why_nothing_compared() const {
+  if (!nothing_compared()) return "";
+  const std::size_t other_not_ok = not_ok.size() - skipped_in_both();
+  const std::size_t without_figure = common_cases - not_ok.size();
+  std::vector<std::string> parts;
+  if (skipped_in_both() > 0) parts.push_back(fmt::format("{} skipped in both (what the hardware cannot run)", skipped_in_both()));
+  if (other_not_ok > 0) parts.push_back(fmt::format("{} not ok on one side", other_not_ok));
+  if (without_figure > 0) parts.push_back(fmt::format("{} without a figure both sides measured", without_figure));
+  return fmt::format("of the {} cases in common, {}", common_cases, fmt::join(parts, ", "));
+}
+
+int Report::exit_code() const {
+  if (regressed()) return kExitRegressed;
+  return nothing_compared() ? kExitNothingCompared : kExitNoRegression;
+}
+
+std::vector<std::string> param_changes(const nlohmann::json& base, const nlohmann::json& current) {
+  const auto text = [](const nlohmann::json& params, const std::string& key) -> std::string {
+    if (!params.is_object() || !params.contains(key)) return "-";
+    const auto& v = params[key];
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  std::set<std::string> keys;
+  for (const auto* params : {&base, &current})
+    if (params->is_object())
+      for (const auto& [key, value] : params->items()) keys.insert(key);
+  std::vector<std::string> changes;
+  for (const auto& key : keys) {
+    const std::string was = text(base, key), now = text(current, key);
+    if (was != now) changes.push_back(fmt::format("{}: {} -> {}", key, was, now));
+  }
+  return changes;
+}
+
+Report compare(const Side& base, const Side& current, const Options& options) {
+  require_runs(base, options.min_runs);
+  require_runs(current, options.min_runs);
+  Report report;
+  report.options = options;
+  report.base_sources = base.sources();
+  report.current_sources = current.sources();
+  report.base_machine = base.machine();
+  report.current_machine = current.machine();
+  report.ignored_files = base.ignored_files;
+  report.ignored_files.insert(report.ignored_files.end(), current.ignored_files.begin(), current.ignored_files.end());
+
+  const auto base_runs = runs_by_case(base), current_runs = runs_by_case(current);
+  for (const auto& [key, b] : base_runs) {
+    const auto found = current_runs.find(key);
+    if (found == current_runs.end()) {
+      report.missing.push_back(key);
+      continue;
+    }
+    ++report.common_cases;
+    const auto& n = found->second;
+    const CaseResult &worst_base = worst(b), &worst_current = worst(n);
+    if (worst_base.status != CaseStatus::ok || worst_current.status != CaseStatus::ok) {
+      report.not_ok.push_back({key, worst_base.status, worst_current.status,
+                               worst_current.message.empty() ? worst_base.message : worst_current.message});
+      continue;
+    }
+    compare_case(report, key, b, n, options);
+  }
+  for (const auto& [key, runs] : current_runs)
+    if (!base_runs.contains(key)) report.added.push_back(key);
+
+  if (report.common_cases == 0)
+    throw UsageError(fmt::format("no case in common: base ({}) has {}, new ({}) has {}; compare runs of the same "
+                                 "suites and backend",
+                                 fmt::join(report.base_sources, ", "), suites_text(base),
+                                 fmt::join(report.current_sources, ", "), suites_text(current)));
+
+  std::stable_sort(report.comparisons.begin(), report.comparisons.end(), [](const auto& x, const auto& y) {
+    return verdict_order(x.verdict) < verdict_order(y.verdict);
+  });
+  report.environment = environment_fields(base, current);
+  return report;
+}
+
+}  // namespace mpbench::compare

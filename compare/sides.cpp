@@ -1,0 +1,160 @@
+#include "compare/sides.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace mpbench::compare {
+
+std::string CaseKey::label() const { return fmt::format("{}/{}/{}/{}", suite, name, backend, precision); }
+
+CaseKey key_of(const CaseResult& c) { return {c.suite, c.name, c.backend, c.precision}; }
+
+namespace {
+
+std::string string_at(const nlohmann::json& j, const std::string& pointer) {
+  const nlohmann::json::json_pointer p(pointer);
+  return j.contains(p) && j.at(p).is_string() ? j.at(p).get<std::string>() : "";
+}
+
+bool ran_on_gpu(const ResultDocument& doc) {
+  if (doc.run.contains("device") && doc.run["device"].is_string())
+    return doc.run["device"].get<std::string>().rfind("cuda", 0) == 0;
+  return std::any_of(doc.cases.begin(), doc.cases.end(), [](const CaseResult& c) { return c.backend == "cuda"; });
+}
+
+std::string gpu_machine(const ResultDocument& doc) {
+  std::string name = string_at(doc.env, "/device/name");
+  if (name.empty()) name = string_at(doc.env, "/gpus/0/name");
+  return fmt::format("GPU {}, CUDA {}", name.empty() ? "?" : name, string_at(doc.env, "/cuda/runtime"));
+}
+
+std::vector<std::string> cpu_flags_present(const nlohmann::json& env) {
+  std::vector<std::string> present;
+  const nlohmann::json::json_pointer p("/cpu/flags");
+  if (!env.contains(p) || !env.at(p).is_object()) return present;
+  for (const auto& [flag, has] : env.at(p).items())
+    if (has.is_boolean() && has.get<bool>()) present.push_back(flag);
+  return present;
+}
+
+// --cpu-isa, else oneDNN's own environment variable, else none.
+std::string isa_limit(const ResultDocument& doc) {
+  for (const std::string& limit : {string_at(doc.run, "/cpu_isa"), string_at(doc.env, "/onednn/max_isa_env")})
+    if (!limit.empty()) return limit;
+  return "none";
+}
+
+std::string cpu_machine(const ResultDocument& doc) {
+  const std::string model = string_at(doc.env, "/cpu/model");
+  return fmt::format("CPU {}, ISA {}, ISA limit {}", model.empty() ? "?" : model,
+                     fmt::join(cpu_flags_present(doc.env), " "), isa_limit(doc));
+}
+
+// Every result document of a folder, sorted by name; other JSON goes to `ignored`.
+std::vector<Run> load_folder(const std::filesystem::path& folder, std::vector<std::string>& ignored) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(folder))
+    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::vector<Run> runs;
+  for (const auto& file : files) {
+    const auto j = read_document_json(file);
+    // Google Benchmark's JSON and other tools' files may sit beside the results.
+    if (!j.is_object() || !j.contains("schema")) {
+      ignored.push_back(file.string());
+      continue;
+    }
+    runs.push_back({file.string(), result_from_json(file, j)});
+  }
+  if (runs.empty())
+    throw UsageError(fmt::format("folder '{}' holds no mpbench result document (*.json with \"schema\": \"{}\")",
+                                 folder.string(), kResultSchema));
+  return runs;
+}
+
+void check_one_selection(const Side& side) {
+  const Run& first = side.runs.front();
+  for (const Run& run : side.runs)
+    if (suites_of(run.document) != suites_of(first.document))
+      throw UsageError(fmt::format("{}: documents of different suites on one side: '{}' has {}, '{}' has {}; a side "
+                                   "holds repeated runs of one `mpbench run --suite` selection",
+                                   side.name, first.source, fmt::join(suites_of(first.document), ","), run.source,
+                                   fmt::join(suites_of(run.document), ",")));
+}
+
+void check_one_machine(const Side& side) {
+  const Run& first = side.runs.front();
+  for (const Run& run : side.runs)
+    if (machine_of(run.document) != machine_of(first.document))
+      throw UsageError(fmt::format("{}: documents of different machines on one side: '{}' ran on {}; '{}' on {}; "
+                                   "compare one machine per side",
+                                   side.name, first.source, machine_of(first.document), run.source,
+                                   machine_of(run.document)));
+}
+
+}  // namespace
+
+std::string machine_of(const ResultDocument& doc) { return ran_on_gpu(doc) ? gpu_machine(doc) : cpu_machine(doc); }
+
+std::set<std::string> suites_of(const ResultDocument& doc) {
+  std::set<std::string> suites;
+  if (doc.run.contains("suites") && doc.run["suites"].is_array())
+    for (const auto& s : doc.run["suites"])
+      if (s.is_string()) suites.insert(s.get<std::string>());
+  if (suites.empty())
+    for (const auto& c : doc.cases) suites.insert(c.suite);
+  return suites;
+}
+
+std::vector<std::string> Side::sources() const {
+  std::vector<std::string> out;
+  for (const auto& run : runs) out.push_back(run.source);
+  return out;
+}
+
+std::string Side::machine() const { return runs.empty() ? "" : machine_of(runs.front().document); }
+
+std::set<CaseKey> Side::case_keys() const {
+  std::set<CaseKey> keys;
+  for (const auto& run : runs)
+    for (const auto& c : run.document.cases) keys.insert(key_of(c));
+  return keys;
+}
+
+Side make_side(std::string name, std::vector<Run> runs, std::vector<std::string> ignored_files) {
+  Side side{std::move(name), std::move(runs), std::move(ignored_files)};
+  if (side.runs.empty()) throw UsageError(fmt::format("{}: no result document given", side.name));
+  check_one_selection(side);
+  check_one_machine(side);
+  return side;
+}
+
+Side load_side(std::string name, const std::vector<std::filesystem::path>& paths) {
+  std::vector<Run> runs;
+  std::vector<std::string> ignored;
+  for (const auto& path : paths) {
+    if (!std::filesystem::exists(path))
+      throw UsageError(fmt::format("cannot read '{}': no such file or folder", path.string()));
+    if (std::filesystem::is_directory(path)) {
+      auto from_folder = load_folder(path, ignored);
+      std::move(from_folder.begin(), from_folder.end(), std::back_inserter(runs));
+    } else {
+      runs.push_back({path.string(), load_result(path)});
+    }
+  }
+  return make_side(std::move(name), std::move(runs), std::move(ignored));
+}
+
+void require_runs(const Side& side, int min_runs) {
+  if (static_cast<int>(side.runs.size()) >= min_runs) return;
+  throw UsageError(fmt::format("{}: {} run{} ({}), --min-runs asks for {}: repeat the same `mpbench run` and pass "
+                               "every document (or their folder)",
+                               side.name, side.runs.size(), side.runs.size() == 1 ? "" : "s",
+                               fmt::join(side.sources(), ", "), min_runs));
+}
+
+}  // namespace mpbench::compare

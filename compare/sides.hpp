@@ -1,0 +1,53 @@
+#pragma once
+// The two sides of a comparison. A side is one or more runs (result documents): repetitions of
+// one `mpbench run`, or a baseline's history. Every run of a side must cover the same suites on
+// the same machine, so that the runs of a case differ only by noise.
+#include <compare>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace mpbench::compare {
+
+struct CaseKey {
+  std::string suite, name, backend, precision;
+  auto operator<=>(const CaseKey&) const = default;
+  std::string label() const;  // suite/name/backend/precision
+};
+CaseKey key_of(const CaseResult& c);
+
+struct Run {
+  std::string source;  // the file it came from, for messages
+  ResultDocument document;
+};
+
+struct Side {
+  std::string name;  // "base" or "new"
+  std::vector<Run> runs;
+  std::vector<std::string> ignored_files;  // JSON in a folder that is not an mpbench result
+
+  std::vector<std::string> sources() const;
+  std::string machine() const;  // machine_of() of its runs (one, checked)
+  std::set<CaseKey> case_keys() const;
+};
+
+// The machine a run measured: "CPU <model>, ISA <flags it has>, ISA limit <--cpu-isa or none>",
+// or "GPU <name>, CUDA <runtime>" for a run on a GPU.
+std::string machine_of(const ResultDocument& doc);
+// run.suites, or the suites of its cases for a document without them.
+std::set<std::string> suites_of(const ResultDocument& doc);
+
+// Files and folders (every *.json in a folder whose top level has a "schema" field; Google
+// Benchmark's JSON beside them is listed as ignored). Throws UsageError, on one line, for a
+// missing path, malformed JSON, another schema version, a folder without a result document, or
+// runs of different suites or machines on the side.
+Side load_side(std::string name, const std::vector<std::filesystem::path>& paths);
+// The same checks on documents already in memory.
+Side make_side(std::string name, std::vector<Run> runs, std::vector<std::string> ignored_files = {});
+// Throws UsageError when the side has fewer than `min_runs` runs.
+void require_runs(const Side& side, int min_runs);
+
+}  // namespace mpbench::compare

@@ -1,0 +1,57 @@
+#pragma once
+// One case's verdict from its figures in the runs of both sides, with --threshold T:
+//   regressed / improved: the whole interval of the change lies beyond T, worse or better: the
+//                         change is larger than T with (1 - alpha) confidence;
+//   same:                 the whole interval lies within +-T;
+//   noisy:                the interval reaches across +-T (the runs disagree, or one run's own
+//                         spread is too wide): it never fails CI, and `runs_to_settle` says how
+//                         many runs would decide it.
+// A change smaller than T is no regression, so what is tested is "beyond T", not "not zero": a
+// real 2% drift between runs then raises no more alarms than no drift at all.
+// With several runs on a side the interval comes from the spread between runs (Student's t on
+// the log of each run's figure); with one run per side only that run's samples can speak: a
+// Mann-Whitney U test on the times when it can reach --alpha, and the band of both runs' spreads.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compare/figures.hpp"
+#include "compare/options.hpp"
+#include "compare/sides.hpp"
+
+namespace mpbench::compare {
+
+enum class Verdict { regressed, improved, noisy, same };
+std::string_view verdict_name(Verdict v);
+
+enum class NoiseTest { spread, rank, between_runs };
+std::string_view noise_test_name(NoiseTest t);  // "spread", "mann-whitney-u", "between-runs"
+
+inline constexpr int kMostRunsToSuggest = 30;
+
+struct Comparison {
+  CaseKey key;
+  Metric metric = Metric::speedup;
+  std::string reference;         // what the figure is relative to (RunFigure::reference)
+  double base = 0, current = 0;  // geometric means over the runs
+  double change = 0;             // current / base - 1
+  double change_low = 0, change_high = 0;  // its (1 - alpha) interval
+  NoiseTest test = NoiseTest::spread;
+  double noise = 0;  // relative spread: between runs, or both runs' spreads combined (one run per side)
+  std::optional<double> p_value;  // rank test
+  std::size_t base_runs = 1, current_runs = 1;
+  std::size_t unconverged_runs = 0;  // runs, both sides, that stopped before their noise target
+  Verdict verdict = Verdict::same;
+  std::optional<int> runs_to_settle;  // noisy: runs per side that would decide, up to kMostRunsToSuggest
+  // The case's params that differ between the sides, e.g. `attention: unfused -> fused`: what
+  // changed besides the code and the environment (a default that moved, a counterfactual).
+  std::vector<std::string> param_changes;
+};
+
+// Fills everything but key, metric, reference and param_changes from the figures (at least one
+// per side).
+Comparison judge(Comparison c, const std::vector<RunFigure>& base, const std::vector<RunFigure>& current,
+                 const Options& options);
+
+}  // namespace mpbench::compare

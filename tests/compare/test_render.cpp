@@ -1,0 +1,114 @@
+#include "compare/render.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "documents.hpp"
+
+namespace mpbench::compare {
+namespace {
+
+using namespace testing;
+
+std::vector<ResultDocument> runs_with_bf16(const std::vector<double>& bf16_seconds) {
+  std::vector<ResultDocument> runs;
+  for (double s : bf16_seconds) runs.push_back(gemm_run(s));
+  return runs;
+}
+
+// bf16 regressed (speedup 10x -> 8x), fp32 improved (1 ms -> 0.5 ms), over three runs per side.
+Report mixed_report() {
+  std::vector<ResultDocument> base, current;
+  for (double jitter : {1.0, 1.005, 0.995}) {
+    base.push_back(gemm_run(1e-4 * jitter, 0.01, 1e-3 / jitter));
+    current.push_back(gemm_run(0.625e-4 * jitter, 0.01, 0.5e-3 / jitter));
+  }
+  return compare(side_of("base", base), side_of("new", current), {});
+}
+
+TEST(RenderOptions, FormatNames) {
+  EXPECT_EQ(parse_format("text"), Format::text);
+  EXPECT_EQ(parse_format("markdown"), Format::markdown);
+  EXPECT_EQ(parse_format("json"), Format::json);
+  EXPECT_THROW(parse_format("html"), UsageError);
+}
+
+TEST(RenderOptions, ThresholdAcceptsPercentOrFraction) {
+  EXPECT_DOUBLE_EQ(parse_threshold("5%"), 0.05);
+  EXPECT_DOUBLE_EQ(parse_threshold("0.05"), 0.05);
+  EXPECT_DOUBLE_EQ(parse_threshold("12.5%"), 0.125);
+  EXPECT_DOUBLE_EQ(parse_threshold("0"), 0.0);
+}
+
+TEST(RenderOptions, ThresholdRejectsAmbiguousOrBrokenValues) {
+  for (const char* bad : {"5", "abc", "-1%", "", "%", "5%%", "0.05x"})
+    EXPECT_THROW(parse_threshold(bad), UsageError) << bad;
+}
+
+TEST(RenderMarkdown, TellsARegressionFromAnImprovementAtAGlance) {
+  const auto r = mixed_report();
+  ASSERT_EQ(r.count(Verdict::regressed), 1u);
+  ASSERT_EQ(r.count(Verdict::improved), 1u);
+  const auto md = render_markdown(r);
+  EXPECT_NE(md.find("| 🔴 **regressed** | gemm/square_4096/cuda/bf16 | speedup over fp32 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 🟢 improved | gemm/square_4096/cuda/fp32 | fastest time |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| verdict | case | tracked figure | base | new | change | interval | noise | runs |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("between runs | 3/3 |"), std::string::npos) << "each case's noise and run count\n" << md;
+}
+
+TEST(RenderMarkdown, EscapesPipesInCaseNames) {
+  const auto run = document({timed_case("a|b", "fp32", samples_around(1e-3, 0.01)),
+                             timed_case("a|b", "bf16", samples_around(1e-4, 0.01))});
+  const auto markdown = render_markdown(compare(side_of("base", {run}), side_of("new", {run}), {}));
+  EXPECT_NE(markdown.find("| gemm/a\\|b/cuda/bf16 |"), std::string::npos) << markdown;
+}
+
+TEST(RenderText, SaysWhatEachTrackedFigureIsAndWhereTheRunsCameFrom) {
+  const auto text = render_text(mixed_report());
+  EXPECT_NE(text.find("base: 3 runs on GPU NVIDIA H100 80GB HBM3, CUDA 12.4: base0.json, base1.json, base2.json"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("speedup over fp32"), std::string::npos) << text;
+  EXPECT_NE(text.find("fastest time"), std::string::npos) << text;
+  EXPECT_NE(text.find("result: REGRESSED (1 regressed, 0 newly failing, 1 improved, 0 noisy, 0 same"), std::string::npos)
+      << text;
+}
+
+TEST(RenderText, NoisyCasesAreSummarisedWithTheRunsThatWouldSettleThem) {
+  const auto r = compare(side_of("base", runs_with_bf16({1e-4, 1.3e-4, 0.8e-4})),
+                         side_of("new", runs_with_bf16({1.1e-4, 0.85e-4, 1.35e-4})), {});
+  ASSERT_EQ(r.count(Verdict::noisy), 1u);
+  const auto text = render_text(r);
+  EXPECT_NE(text.find("1 noisy case (inconclusive; never a failure)"), std::string::npos) << text;
+  EXPECT_NE(text.find("result: no regression"), std::string::npos) << text;
+}
+
+TEST(RenderText, FigureLabels) {
+  Comparison c;
+  c.reference = "fp32";
+  EXPECT_EQ(figure_label(c), "speedup over fp32");
+  c.metric = Metric::pct_of_copy;
+  c.reference = "memcpy/n=1048576 fp32";
+  EXPECT_EQ(figure_label(c), "% of memcpy/n=1048576 fp32");
+  c.metric = Metric::seconds;
+  EXPECT_EQ(figure_label(c), "fastest time");
+}
+
+TEST(RenderJson, CarriesTheIntervalTheRunsAndTheExitStatus) {
+  const auto j = report_json(mixed_report());
+  EXPECT_EQ(j.at("exit_status"), kExitRegressed);
+  EXPECT_EQ(j.at("summary").at("improved"), 1);
+  const auto& first = j.at("comparisons").at(0);
+  EXPECT_EQ(first.at("verdict"), "regressed");
+  EXPECT_EQ(first.at("test"), "between-runs");
+  EXPECT_EQ(first.at("runs").at("base"), 3);
+  ASSERT_EQ(first.at("interval").size(), 2u);
+  EXPECT_LT(first.at("interval").at(0).get<double>(), first.at("change").get<double>());
+  EXPECT_GT(first.at("interval").at(1).get<double>(), first.at("change").get<double>());
+  EXPECT_EQ(first.at("figure"), "speedup over fp32");
+}
+
+}  // namespace
+}  // namespace mpbench::compare
