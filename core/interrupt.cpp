@@ -1,7 +1,10 @@
 #include "core/interrupt.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <csignal>
+#include <string_view>
 
 #include "core/error.hpp"
 
@@ -10,9 +13,21 @@ namespace {
 
 std::atomic<int> g_signal{0};
 
+// Said once, at the first signal, so a user (or a test) knows it was heard before the current
+// sample or step ends; write(2) because stdio is not async-signal-safe.
+constexpr std::string_view stopping_message(int signal) {
+  switch (signal) {
+    case SIGINT: return "mpbench: SIGINT: stopping after the current sample or step, keeping what finished\n";
+    case SIGTERM: return "mpbench: SIGTERM: stopping after the current sample or step, keeping what finished\n";
+    default: return "mpbench: SIGHUP: stopping after the current sample or step, keeping what finished\n";
+  }
+}
+
 extern "C" void on_stop_signal(int signal) {
   int none = 0;
-  g_signal.compare_exchange_strong(none, signal);
+  if (!g_signal.compare_exchange_strong(none, signal)) return;
+  const std::string_view message = stopping_message(signal);
+  if (::write(STDERR_FILENO, message.data(), message.size()) < 0) return;  // nothing to do about a closed stderr
 }
 
 }  // namespace

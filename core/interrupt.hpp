@@ -1,7 +1,7 @@
 #pragma once
 // Stopping a run without losing it: SIGINT (Ctrl-C), SIGTERM and SIGHUP, the first or any later one,
 // set a flag that the sampler and the training loop check, so the run stops after the current
-// sample or step and keeps every case it finished; SIGPIPE is ignored, so a closed stdout or stderr
+// sample or step and keeps every case it finished (the first signal says so on stderr); SIGPIPE is ignored, so a closed stdout or stderr
 // costs the printing, not the result document. SIGKILL and SIGQUIT still end it at once.
 
 namespace mpbench {

@@ -1,4 +1,5 @@
 // mpbench as a user runs it on a machine without a GPU.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -269,7 +270,7 @@ int exit_status_of(pid_t child) {
 }
 
 // Ctrl-C, a second Ctrl-C, SIGTERM and SIGHUP all stop the run after the current sample, and the
-// finished cases are kept; the exit status says which signal stopped it.
+// finished cases are kept; the first signal is acknowledged at once and the exit status names it.
 class CliSignals : public CliRun, public ::testing::WithParamInterface<std::vector<int>> {};
 
 TEST_P(CliSignals, KeepTheFinishedCases) {
@@ -278,8 +279,16 @@ TEST_P(CliSignals, KeepTheFinishedCases) {
       {"run", "--suite", "bandwidth", "--device", "cpu", "--precision", "fp32", "--out", out.string()}, err);
   ASSERT_GT(child, 0);
   wait_for(err, "[2/");  // two cases finished
-  for (int signal : GetParam()) kill(child, signal);
+  // The second signal only after the first was heard: two pending at once arrive lowest number first.
+  for (int signal : GetParam()) {
+    kill(child, signal);
+    wait_for(err, "stopping after the current");
+  }
   EXPECT_EQ(exit_status_of(child), 128 + GetParam().front()) << read_all(err);
+  const std::string said = read_all(err);
+  const std::string heard = fmt::format("mpbench: SIG{}: stopping", sigabbrev_np(GetParam().front()));
+  EXPECT_NE(said.find(heard), std::string::npos) << said;
+  EXPECT_EQ(said.find("stopping after"), said.rfind("stopping after")) << "said more than once: " << said;
   const ResultDocument d = load_result(out);
   EXPECT_TRUE(d.run["interrupted"].get<bool>());
   int ok = 0;
