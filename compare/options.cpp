@@ -23,4 +23,15 @@ double parse_threshold(std::string_view text) {
   return percent ? value / 100 : value;
 }
 
+double parse_alpha(std::string_view text) {
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || !(value >= kMinAlpha) ||
+      value > kMaxAlpha)
+    throw UsageError(fmt::format("--alpha '{}' is not a significance level: write a probability from {:g} to {:g}, "
+                                 "e.g. 0.01 for 99% intervals",
+                                 text, kMinAlpha, kMaxAlpha));
+  return value;
+}
+
 }  // namespace mpbench::compare

@@ -15,4 +15,10 @@ struct Options {
 // "5%" or "0.05" -> 0.05. Throws UsageError for anything else (negative, "5" without a percent sign).
 double parse_threshold(std::string_view text);
 
+// The significance level of compare's tests: smaller than kMinAlpha asks the t quantiles for more
+// than doubles give; above kMaxAlpha an interval is narrower than the estimate's own spread.
+inline constexpr double kMinAlpha = 1e-9, kMaxAlpha = 0.5;
+// "0.01" -> 0.01. Throws UsageError naming the range for anything outside it, 0 among them.
+double parse_alpha(std::string_view text);
+
 }  // namespace mpbench::compare

@@ -12,8 +12,10 @@ drawn as their median with the range as error bars. With two machines or more th
 hardware-selection plots appear: speedup per mode per machine, throughput relative to a reference
 machine and, with --prices, per dollar and per watt.
 
-Exit status: 0 on success, 2 on unusable input (unreadable file, malformed JSON, another schema,
-no document, bad --prices file, unknown --reference-machine).
+Exit status: 0 on success, 2 on unusable input (unreadable or non-regular file, malformed JSON,
+NaN or Infinity, nesting deeper than 64 levels, another schema, no document, bad --prices file,
+unknown --reference-machine). The report is drawn in a temporary folder beside DIR and its files
+are moved into DIR only when all of them are written: a failure leaves DIR as it was.
 """
 from __future__ import annotations
 
@@ -23,11 +25,16 @@ import html
 import itertools
 import json
 import math
+import os
 import re
+import shutil
+import stat
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jsonschema
 import matplotlib
 
 matplotlib.use("Agg")  # no display on CI machines; must precede pyplot
@@ -35,6 +42,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 SCHEMA = "mpbench.result/1"
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "results" / "schema" / "result-1.schema.json"
 # Bytes per element of GEMM inputs (A, B) and output (C), by precision name.
 GEMM_DTYPE_BYTES = {
     "fp32": (4, 4), "tf32": (4, 4), "fp16": (2, 2), "fp16-acc16": (2, 2), "bf16": (2, 2),
@@ -53,14 +61,59 @@ class ReportError(Exception):
 
 # ----------------------------------------------------------------------------- loading
 
+# As mpbench's own readers (core/files.hpp): its documents nest a dozen levels, the largest are a
+# few hundred MB.
+MAX_JSON_DEPTH = 64
+MAX_DOCUMENT_BYTES = 1 << 30
+
+
+def refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number (mpbench writes null where it has no number)")
+
+
+def finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} overflows a double")
+    return value
+
+
+def too_deep(value) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def read_json(path: Path):
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ReportError(f"cannot read '{path}': not a regular file")
+        if info.st_size > MAX_DOCUMENT_BYTES:
+            raise ReportError(f"cannot read '{path}': {info.st_size} bytes, more than a result document's "
+                              f"{MAX_DOCUMENT_BYTES}")
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ReportError(f"cannot read '{path}': {e.strerror}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError as e:
         raise ReportError(f"'{path}' is not valid JSON: {e}") from e
+    try:
+        value = json.loads(text, parse_constant=refuse_constant, parse_float=finite_float)
+    except RecursionError:
+        value = None
+        deep = True
+    except ValueError as e:  # json.JSONDecodeError among them
+        raise ReportError(f"'{path}' is not valid JSON: {e}") from e
+    else:
+        deep = too_deep(value)
+    if deep:
+        raise ReportError(f"'{path}' nests deeper than {MAX_JSON_DEPTH} levels: not a result document")
+    return value
 
 
 def check_document(doc, path: Path) -> dict:
@@ -69,14 +122,23 @@ def check_document(doc, path: Path) -> dict:
     if doc["schema"] != SCHEMA:
         raise ReportError(f"'{path}' has schema '{doc['schema']}', this report reads '{SCHEMA}': "
                           "re-run the benchmark or use the matching report.py")
-    for key, kind in (("created", str), ("env", dict), ("run", dict), ("cases", list), ("speedups", list)):
-        if not isinstance(doc.get(key), kind):
-            raise ReportError(f"'{path}' is malformed: \"{key}\" is missing or not a {kind.__name__}")
-    for i, case in enumerate(doc["cases"]):
-        missing = [k for k in ("suite", "name", "backend", "precision", "status") if k not in case]
-        if missing:
-            raise ReportError(f"'{path}' is malformed: case {i} has no {', '.join(missing)}")
+    error = jsonschema.exceptions.best_match(document_validator().iter_errors(doc))
+    if error is not None:
+        message = error.message if len(error.message) <= 160 else error.message[:160] + "..."
+        raise ReportError(f"'{path}' is malformed at {error.json_path}: {message}")
     return doc
+
+
+def document_validator():
+    """The result schema's validator, read once: every document is checked before it is drawn."""
+    global _validator
+    if _validator is None:
+        schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+        _validator = jsonschema.validators.validator_for(schema)(schema)
+    return _validator
+
+
+_validator = None
 
 
 def load_documents(paths: list[Path]) -> tuple[list[tuple[Path, dict]], list[Path]]:
@@ -1048,17 +1110,38 @@ def build_report(args) -> Path:
     machines = group_by_machine(documents)
     reference = find_machine(machines, args.reference_machine) if args.reference_machine else None
     prices = load_prices(args.prices) if args.prices else None
+    staging = make_staging_folder(args.out)
     try:
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ReportError(f"cannot create '{args.out}': {e.strerror}") from e
-    notes: list[str] = []
-    plots = itertools.chain(*(machine_figures(m, notes) for m in machines),
-                            (("Several machines", p) for p in machine_plots(machines, reference, prices, notes)))
-    figures = [dict(save(p, args.out), group=group) for group, p in plots if p is not None]
-    write_html(args.out, machines, figures, notes, ignored)
+        notes: list[str] = []
+        plots = itertools.chain(*(machine_figures(m, notes) for m in machines),
+                                (("Several machines", p) for p in machine_plots(machines, reference, prices, notes)))
+        figures = [dict(save(p, staging), group=group) for group, p in plots if p is not None]
+        write_html(staging, machines, figures, notes, ignored)
+        move_into(staging, args.out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     print(f"report: {args.out / 'index.html'} ({len(figures)} plots, {len(machines)} machines)")
     return args.out / "index.html"
+
+
+def make_staging_folder(out: Path) -> Path:
+    """A temporary folder beside `out`, on its file system, so that its files move by renaming."""
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"cannot write the report into '{out}': it is not a folder")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as e:
+        raise ReportError(f"cannot create '{out}': {e.strerror}") from e
+
+
+def move_into(staging: Path, out: Path) -> None:
+    try:
+        out.mkdir(exist_ok=True)
+        for file in sorted(staging.iterdir()):
+            os.replace(file, out / file.name)
+    except OSError as e:
+        raise ReportError(f"cannot write the report into '{out}': {e.strerror}") from e
 
 
 def parse_args(argv):

@@ -45,6 +45,20 @@ TEST(RenderOptions, ThresholdRejectsAmbiguousOrBrokenValues) {
     EXPECT_THROW(parse_threshold(bad), UsageError) << bad;
 }
 
+TEST(RenderOptions, AlphaIsAProbabilityInItsRange) {
+  EXPECT_DOUBLE_EQ(parse_alpha("0.01"), 0.01);
+  EXPECT_DOUBLE_EQ(parse_alpha("0.5"), 0.5);
+  EXPECT_DOUBLE_EQ(parse_alpha("1e-9"), 1e-9);
+  for (const char* bad : {"0", "-0.01", "0.51", "1", "1e-10", "nan", "inf", "", "0.01x", "1%"}) {
+    try {
+      parse_alpha(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("from 1e-09 to 0.5"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(RenderMarkdown, TellsARegressionFromAnImprovementAtAGlance) {
   const auto r = mixed_report();
   ASSERT_EQ(r.count(Verdict::regressed), 1u);

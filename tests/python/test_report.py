@@ -1,5 +1,6 @@
 """scripts/report.py on fixture documents built in conftest.py and validated against the schema."""
 import json
+import os
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -230,7 +231,12 @@ def test_folder_input_ignores_other_json(report, write_document, tmp_path):
     ('{"schema": "mpbench.result/1", "cases": [', "not valid JSON"),
     ('{"benchmarks": []}', "no \"schema\" field"),
     ('{"schema": "mpbench.result/1", "created": "x", "env": {}, "run": {}, "cases": [{}], "speedups": []}',
-     "case 0 has no suite"),
+     "is malformed at $.run"),
+    ('{"schema": "mpbench.result/1", "created": "x", "env": {}, "run": {"x": NaN}}', "NaN is not a JSON number"),
+    ('{"schema": "mpbench.result/1", "created": "x", "env": {}, "run": {"x": -Infinity}}', "-Infinity is not a JSON"),
+    ('{"schema": "mpbench.result/1", "created": "x", "env": {}, "run": {"x": 1e999}}', "1e999 overflows a double"),
+    ('[' * 100000 + ']' * 100000, "nests deeper than 64 levels"),
+    ('{"a":' * 65 + '1' + '}' * 65, "nests deeper than 64 levels"),
 ])
 def test_unusable_document_exits_2_with_one_line(report, tmp_path, capsys, content, expected):
     path = tmp_path / "bad.json"
@@ -238,6 +244,42 @@ def test_unusable_document_exits_2_with_one_line(report, tmp_path, capsys, conte
     assert run_report(report, [path, "-o", tmp_path / "out"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("report.py: error: ") and expected in err and err.count("\n") == 1, err
+
+
+def test_a_document_off_the_schema_names_the_field(report, tmp_path, capsys):
+    doc = full_document()
+    doc["cases"][3]["metrics"]["seconds"]["median"] = "fast"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    assert run_report(report, [path, "-o", tmp_path / "out"]) == 2
+    err = capsys.readouterr().err
+    assert "malformed at $.cases[3].metrics.seconds.median" in err and err.count("\n") == 1, err
+
+
+def test_a_fifo_given_as_a_document_exits_2_without_blocking(report, tmp_path, capsys):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    assert run_report(report, [fifo, "-o", tmp_path / "out"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_failure_while_drawing_leaves_the_folder_as_it_was(report, write_document, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "earlier.txt").write_text("kept")
+    doc = write_document("a.json", full_document())
+
+    def fail(*_):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(report, "write_html", fail)
+    with pytest.raises(RuntimeError):
+        run_report(report, [doc, "-o", out])
+    assert sorted(p.name for p in out.iterdir()) == ["earlier.txt"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+    monkeypatch.undo()
+    assert run_report(report, [doc, "-o", out]) == 0
+    assert (out / "index.html").is_file() and (out / "earlier.txt").read_text() == "kept"
 
 
 def test_missing_file_exits_2_from_the_command_line(tmp_path):
