@@ -49,22 +49,17 @@ __global__ void update_kernel(ScalerState* state, ScalerConfig config) { update_
 
 }  // namespace
 
-DeviceLossScaler::DeviceLossScaler(ScalerConfig config, cudaStream_t stream)
-    : config_(config), stream_(stream) {
+DeviceLossScaler::DeviceLossScaler(ScalerConfig config, void* state, cudaStream_t stream)
+    : config_(config), stream_(stream), state_(static_cast<ScalerState*>(state)) {
   check_scaler_config(config);
-  check(cudaMalloc(&state_, sizeof(ScalerState)), "cudaMalloc(loss scaler state)");
+  if (state_ == nullptr) throw std::invalid_argument("DeviceLossScaler: no device memory for the state");
   const ScalerState initial = initial_scaler_state(config);
   // On the scaler's stream, and waited for: `initial` is a stack variable, and a plain cudaMemcpy
   // may return before its DMA lands, unordered with a non-blocking stream's kernels.
-  cudaError_t copied = cudaMemcpyAsync(state_, &initial, sizeof initial, cudaMemcpyHostToDevice, stream_);
-  if (copied == cudaSuccess) copied = cudaStreamSynchronize(stream_);
-  if (copied != cudaSuccess) {
-    cudaFree(state_);
-    check(copied, "cudaMemcpyAsync(loss scaler state)");
-  }
+  check(cudaMemcpyAsync(state_, &initial, sizeof initial, cudaMemcpyHostToDevice, stream_),
+        "cudaMemcpyAsync(loss scaler state)");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(loss scaler state)");
 }
-
-DeviceLossScaler::~DeviceLossScaler() { cudaFree(state_); }
 
 void DeviceLossScaler::unscale(std::span<float* const> grads, std::span<const int64_t> sizes) {
   if (grads.size() != sizes.size()) throw std::invalid_argument("unscale: one size per gradient tensor");

@@ -1,7 +1,8 @@
 #pragma once
 // Precision modes as data: for every op category the Transformer uses, which dtype its inputs are
 // cast to, which dtype it computes in and which it produces. Modelled on PyTorch autocast's CUDA
-// lists (aten/src/ATen/autocast_mode.h): one binary runs every mode side by side.
+// op lists (ops run in the lower precision, ops kept in fp32, ops run at their widest input's
+// type): one binary runs every mode side by side.
 #include <array>
 #include <cstdint>
 #include <optional>

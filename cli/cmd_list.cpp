@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "backends/cpu/isa.hpp"
 #include "backends/registry.hpp"
 #include "cli/commands.hpp"
@@ -35,21 +37,40 @@ void list_microbenchmark(const microbench::Suite& suite, Backend& backend, bool 
   }
 }
 
-// The transformer's modes on this device, as `run --suite transformer` would train them.
+// "fp16 GEMMs converted" or "tf32 GEMMs unsupported, skipped: why": how a mode's GEMMs run on the
+// device (the reasons for native and converted are the capability table's, printed above).
+std::string mode_note(const Backend& backend, amp::Mode mode) {
+  const GemmCapability row = workloads::workload_gemm_capability(backend.capabilities(), workloads::gemm_precision(mode));
+  const std::string gemms = fmt::format("{} GEMMs {}", gemm_precision_info(row.precision).name, gemm_path_name(row.path));
+  return row.path == GemmPath::unsupported ? fmt::format("{}, skipped: {}", gemms, row.reason) : gemms;
+}
+
+// The transformer's modes on this device: those `run --suite transformer` trains, then those it
+// runs only when --precision names them (fp8), each with how its GEMMs run.
 void list_transformer(const Backend& backend, bool quick) {
   workloads::TransformerSuiteOptions options;
   options.quick = quick;
   const workloads::TransformerPlan plan = workloads::plan_transformer_run(options, backend.device());
-  fmt::print("{} — {}\n  precisions (modes): {}\n  {} training modes on {}, case {} ({} steps):\n",
+  std::vector<amp::Mode> others;
+  for (const amp::ModePolicy& p : amp::all_policies())
+    if (std::find(plan.modes.begin(), plan.modes.end(), p.mode) == plan.modes.end()) others.push_back(p.mode);
+  const auto id = [&plan](amp::Mode mode) {
+    return fmt::format("{}/{}/{}", workloads::kTransformerSuite, plan.case_name(), amp::mode_name(mode));
+  };
+  std::size_t width = 0;
+  for (const amp::ModePolicy& p : amp::all_policies()) width = std::max(width, id(p.mode).size());
+  const auto print_modes = [&](const std::vector<amp::Mode>& modes) {
+    for (amp::Mode mode : modes) fmt::print("    {:<{}}  {}\n", id(mode), width, mode_note(backend, mode));
+  };
+  fmt::print("{} — {}\n  precisions (modes): {}\n  {} training modes on {}, case {} ({} steps), with how their GEMMs run:\n",
              workloads::kTransformerSuite, workloads::kTransformerSuiteDescription, amp::mode_names(),
              plan.modes.size(), backend.device().name, plan.case_name(), plan.train.steps);
-  for (amp::Mode mode : plan.modes) {
-    const GemmPrecision precision = workloads::gemm_precision(mode);
-    std::optional<std::string> skipped = workloads::workload_gemm_rule(precision);
-    if (!skipped) skipped = backend.gemm_unsupported(precision);
-    fmt::print("    {}/{}/{}{}\n", workloads::kTransformerSuite, plan.case_name(), amp::mode_name(mode),
-               path_note(backend, precision, skipped));
-  }
+  print_modes(plan.modes);
+  if (others.empty()) return;
+  std::vector<std::string_view> names;
+  for (amp::Mode mode : others) names.push_back(amp::mode_name(mode));
+  fmt::print("  in a run only when --precision names them ({}):\n", fmt::join(names, ","));
+  print_modes(others);
 }
 
 }  // namespace

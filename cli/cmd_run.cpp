@@ -1,5 +1,6 @@
 // mpbench run: the CLI11 front of run.hpp.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backends/cpu/isa.hpp"
 #include "cli/commands.hpp"
@@ -8,6 +9,7 @@
 #include "core/error.hpp"
 #include "microbench/case_profile.hpp"
 #include "workloads/config.hpp"
+#include "workloads/transformer_suite.hpp"
 
 namespace mpbench::cli {
 
@@ -24,6 +26,15 @@ const CLI::Validator kNonNegative(
       return CLI::detail::lexical_cast(text, value) && value >= 0 ? std::string() : "must be a number of 0 or more, got " + text;
     },
     "NON-NEGATIVE");
+// Each suite's precisions, from the suites themselves; the transformer's are its modes, fp8 among
+// them although a default run leaves it out (`list --suite transformer` says why).
+std::string precision_help() {
+  std::string help = "comma-separated precisions to run (default: all the suite has; the transformer's all but fp8)";
+  for (const microbench::Suite& suite : microbench::suites())
+    help += fmt::format("; {}: {}", suite.name, fmt::join(suite.precisions, ", "));
+  return help + fmt::format("; {} (modes): {}", workloads::kTransformerSuite, amp::mode_names());
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
@@ -34,11 +45,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   fmt::format("{} or all (repeat or comma-separate)", fmt::join(suite_names(), ", ")))
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--device", o->device, "auto (GPU if usable, else CPU), cuda, cuda:N or cpu")->capture_default_str();
-  cmd->add_option("--precision", o->precisions,
-                  "comma-separated precisions to run (default: all the suite has); gemm: fp32, tf32, fp16, "
-                  "fp16-acc16, bf16, fp8-e4m3; bandwidth: fp32, fp16, bf16; cast: fp16, bf16, fp8-e4m3; "
-                  "transformer (modes): fp32, tf32, amp-fp16, amp-bf16, bf16")
-      ->delimiter(',');
+  cmd->add_option("--precision", o->precisions, precision_help())->delimiter(',');
   cmd->add_option("--filter", o->filter, "regular expression on the microbenchmark case ids suite/case/precision");
   cmd->add_flag("--quick", o->quick, "fewer sizes and a looser noise target (a smoke run)");
   cmd->add_option("--out", o->out, "result document to write (JSON, schema mpbench.result/1)")->capture_default_str();

@@ -31,10 +31,8 @@ SuiteSelection select_suites(const std::vector<std::string>& names) {
     } else if (name == workloads::kTransformerSuite) {
       selection.transformer = true;
     } else {
-      const auto& all = microbench::suites();
-      const auto found = std::find_if(all.begin(), all.end(), [&](const microbench::Suite& s) { return s.name == name; });
-      if (found == all.end())
-        throw UsageError(fmt::format("unknown suite '{}': use one of {}, all", name, fmt::join(suite_names(), ", ")));
+      const microbench::Suite* found = microbench::find_suite(name);
+      if (!found) throw UsageError(fmt::format("unknown suite '{}': use one of {}, all", name, fmt::join(suite_names(), ", ")));
       add(*found);
     }
   }

@@ -1,7 +1,7 @@
-// KernelCounterCollector on CUPTI's range profiler, in the order cupti_range_profiler.h and the
-// CUDA 13 range_profiling sample use it: profiler initialisation, the chip's name and counter
-// availability, a host object that turns metric names into a config image, then on the target
-// the range profiler (auto range, kernel replay) with a counter data image sized for the kernels.
+// KernelCounterCollector on CUPTI's range profiler, in the order its API documents the calls:
+// profiler initialisation, the chip's name and counter availability, a host object that turns
+// metric names into a config image, then on the target the range profiler (auto range, kernel
+// replay) with a counter data image sized for the kernels.
 // CUPTI and the driver are loaded at run time, like the activity collector.
 #include <cuda.h>
 #include <cupti_profiler_host.h>
@@ -259,7 +259,7 @@ KernelCounterCollector::KernelCounterCollector(const std::vector<std::string>& c
   config.numNestingLevels = 1;
   config.minNestingLevel = 1;
   config.passIndex = 0;
-  config.targetNestingLevel = 1;  // "set this to minNestingLevel" (cupti_profiler_target.h)
+  config.targetNestingLevel = 1;  // CUPTI documents it as equal to minNestingLevel
   check(a.set_config(&config), "cuptiRangeProfilerSetConfig");
   auto start = cupti_params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
   start.pRangeProfilerObject = session->profiler;

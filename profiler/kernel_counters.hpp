@@ -1,6 +1,6 @@
 #pragma once
-// Hardware counters per kernel (`mpbench run --counters`): CUPTI's range profiler
-// (cupti_range_profiler.h, cupti_profiler_host.h) with one range per kernel (auto range), each
+// Hardware counters per kernel (`mpbench run --counters`): CUPTI's range profiler API (the
+// cuptiRangeProfiler* and cuptiProfilerHost* calls) with one range per kernel (auto range), each
 // kernel replayed as often as the metrics need (kernel replay). It measures whether a kernel kept
 // the Tensor Core pipe busy, the "measured" kind of Tensor Core evidence (classify.hpp).
 //

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
@@ -44,50 +47,6 @@ std::string device_name(const ResultDocument& doc) {
 }
 
 bool on_gpu(const ResultDocument& doc) { return string_or(doc.run, "device", "") == "cuda"; }
-
-// The CPU flags that decide its low-precision paths, those it has.
-std::vector<std::string> present_cpu_flags(const ResultDocument& doc) {
-  std::vector<std::string> present;
-  const json& flags = member_or_null(member_or_null(doc.env, "cpu"), "flags");
-  if (!flags.is_object()) return present;
-  for (const auto& [flag, has] : flags.items())
-    if (has.is_boolean() && has.get<bool>()) present.push_back(flag);
-  return present;
-}
-
-Finding headline(const ResultDocument& doc, const std::map<std::string, PathSeen>& paths) {
-  const auto native = with_path(paths, "native"), converted = with_path(paths, "converted");
-  const auto unsupported = with_path(paths, "unsupported");
-  const std::string device = device_name(doc);
-  json evidence = {{"device", device}, {"native", native}, {"converted", converted}, {"unsupported", unsupported}};
-  std::string not_run = unsupported.empty() ? "" : fmt::format(" Not run here: {}.", fmt::join(unsupported, ", "));
-  if (on_gpu(doc)) {
-    const std::string message =
-        native.empty() ? fmt::format("{} runs none of the document's low-precision GEMMs on Tensor Cores.{}", device,
-                                     not_run)
-                       : fmt::format("{} runs its {} GEMMs on Tensor Cores: mixed precision can make them faster.{}",
-                                     device, fmt::join(native, ", "), not_run);
-    return {"verdict", native.empty() ? "warning" : "info", message, evidence};
-  }
-  evidence["cpu_flags"] = present_cpu_flags(doc);
-  if (native.empty() && !converted.empty()) {
-    const std::string& why = paths.at(converted.front()).reason;
-    return {"verdict", "warning",
-            fmt::format("mixed precision cannot make {}'s GEMMs faster: its {} GEMMs run converted to fp32 ({}). "
-                        "AVX512-BF16 (AMD Zen 4, Intel Cooper Lake and later), AMX (Intel Sapphire Rapids and later) "
-                        "or a GPU with Tensor Cores would run bf16 GEMMs natively.{}",
-                        device, fmt::join(converted, ", "), why, not_run),
-            evidence};
-  }
-  std::string message = native.empty() ? fmt::format("{} ran no low-precision GEMM.{}", device, not_run)
-                                       : fmt::format("{} runs its {} GEMMs natively ({}): mixed precision can make "
-                                                     "them faster.",
-                                                     device, fmt::join(native, ", "), paths.at(native.front()).reason);
-  if (!native.empty() && !converted.empty())
-    message += fmt::format(" Its {} GEMMs run converted to fp32, no faster than fp32's.", fmt::join(converted, ", "));
-  if (!native.empty()) message += not_run;
-  return {"verdict", "info", message, evidence};
-}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -229,14 +188,174 @@ void cast_figures(const ResultDocument& doc, std::vector<Finding>& out) {
                  {{"median_pct_of_copy", m}, {"cases", pct_of_copy.size()}, {"too_noisy", too_noisy}}});
 }
 
+// The CPU flags that decide its low-precision paths, those it has.
+std::vector<std::string> present_cpu_flags(const ResultDocument& doc) {
+  std::vector<std::string> present;
+  const json& flags = member_or_null(member_or_null(doc.env, "cpu"), "flags");
+  if (!flags.is_object()) return present;
+  for (const auto& [flag, has] : flags.items())
+    if (has.is_boolean() && has.get<bool>()) present.push_back(flag);
+  return present;
+}
+
+bool has_cpu_flag(const ResultDocument& doc, const std::string& flag) {
+  const auto present = present_cpu_flags(doc);
+  return std::find(present.begin(), present.end(), flag) != present.end();
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The bf16 matmul instructions the CPU's flags say it has.
+std::vector<std::string> bf16_instructions(const ResultDocument& doc) {
+  std::vector<std::string> names;
+  if (has_cpu_flag(doc, "avx512_bf16")) names.emplace_back("AVX512-BF16");
+  if (has_cpu_flag(doc, "amx_bf16")) names.emplace_back("AMX-BF16");
+  return names;
+}
+
+// The ISA oneDNN ran on (env.backend.onednn.effective_isa), empty where the document does not say.
+std::string effective_isa(const ResultDocument& doc) {
+  return string_or(member_or_null(member_or_null(doc.env, "backend"), "onednn"), "effective_isa", "");
+}
+
+// Whether that ISA stops below AVX512-BF16: a limit (--cpu-isa, DNNL_MAX_CPU_ISA) took it away.
+bool isa_below_bf16(const std::string& isa) {
+  for (const char* below : {"sse41", "avx", "avx2", "avx2_vnni", "avx512_core", "avx512_core_vnni"})
+    if (isa == below) return true;
+  return false;
+}
+
+// Why the CPU's AMX did not run, and how to allow it; nothing where it ran, the CPU has none or
+// the document does not say which ISA oneDNN used.
+std::optional<std::string> amx_left_out(const ResultDocument& doc) {
+  const std::string isa = effective_isa(doc);
+  if (!has_cpu_flag(doc, "amx_bf16") || isa.empty() || isa == "avx512_core_amx") return std::nullopt;
+  const std::string limit =
+      string_or(member_or_null(member_or_null(doc.env, "backend"), "onednn"), "default_isa_limit", "");
+  if (!limit.empty()) return fmt::format("this CPU has AMX-BF16, left out of this run: {}", limit);
+  return fmt::format("this CPU has AMX-BF16, left out of this run: oneDNN was limited to ISA {} (--cpu-isa or "
+                     "DNNL_MAX_CPU_ISA); --cpu-isa all uses it",
+                     isa);
+}
+
+// The gemm suite's speedups of each precision over the baseline that passed the noise gate.
+using GemmSpeedups = std::map<std::string, SpeedupsOfPrecision>;
+
+// Why a CPU with bf16 instructions ran bf16 converted: the run forced it, or an ISA limit took the
+// instructions away; the recorded reason says the rest.
+std::string why_instructions_unused(const ResultDocument& doc, const std::vector<std::string>& instructions) {
+  const std::string has = fmt::format("This CPU has {}, which this run did not use: ", fmt::join(instructions, " and "));
+  if (string_or(member_or_null(doc.env, "cpu"), "gemm_path_choice", "") == "converted")
+    return has + "it forced the converted path (--cpu-gemm converted); --cpu-gemm auto, the default, runs bf16 GEMMs "
+                 "natively.";
+  if (const std::string isa = effective_isa(doc); isa_below_bf16(isa))
+    return has + fmt::format("oneDNN was limited to ISA {}, which leaves them out; --cpu-isa all lifts the limit.", isa);
+  return has + "the reason above says why.";
+}
+
+Finding converted_headline(const ResultDocument& doc, const std::map<std::string, PathSeen>& paths,
+                           const std::vector<std::string>& converted, const std::string& not_run, json evidence) {
+  const std::string device = device_name(doc);
+  const std::string& why = paths.at(converted.front()).reason;
+  const auto instructions = bf16_instructions(doc);
+  if (contains(converted, "bf16") && !instructions.empty())
+    return {"verdict", "warning",
+            fmt::format("mixed precision cannot make {}'s GEMMs faster in this run: its {} GEMMs ran converted to fp32 "
+                        "({}). {}{}",
+                        device, fmt::join(converted, ", "), why, why_instructions_unused(doc, instructions), not_run),
+            evidence};
+  return {"verdict", "warning",
+          fmt::format("mixed precision cannot make {}'s GEMMs faster: its {} GEMMs run converted to fp32 ({}). "
+                      "AVX512-BF16 (AMD Zen 4, Intel Cooper Lake and later), AMX (Intel Sapphire Rapids and later) "
+                      "or a GPU with Tensor Cores would run bf16 GEMMs natively.{}",
+                      device, fmt::join(converted, ", "), why, not_run),
+          evidence};
+}
+
+// What would make natively run bf16 GEMMs that measured slower than the baseline faster.
+std::string what_would_help(const ResultDocument& doc) {
+  if (const auto amx = amx_left_out(doc)) return fmt::format(" AMX would help: {}.", *amx);
+  if (has_cpu_flag(doc, "amx_bf16")) return "";
+  return " AMX (Intel Sapphire Rapids and later) or a GPU with Tensor Cores would run them faster.";
+}
+
+std::string shapes(std::size_t n) { return fmt::format("{} shape{}", n, n == 1 ? "" : "s"); }
+
+// "natively (reason)", then what the gemm suite measured of them, where it did: the path says
+// mixed precision can make them faster, only the measurement says whether it did here.
+Finding native_headline(const ResultDocument& doc, const std::map<std::string, PathSeen>& paths,
+                        const std::vector<std::string>& native, const GemmSpeedups& gemm_speedups,
+                        const std::string& baseline, json evidence) {
+  std::vector<std::string> measured;
+  std::size_t too_noisy = 0;
+  bool bf16_slower = false, slower = false;
+  for (const std::string& precision : native) {
+    const auto found = gemm_speedups.find(precision);
+    if (found == gemm_speedups.end()) continue;
+    too_noisy += found->second.too_noisy;
+    if (found->second.values.empty()) continue;
+    const double m = median(found->second.values);
+    measured.push_back(fmt::format("{} {:.2f}x {}'s speed (median of {})", precision, m, baseline,
+                                   shapes(found->second.values.size())));
+    evidence["measured"][precision] = m;
+    slower |= m < 1;
+    bf16_slower |= m < 1 && precision == "bf16";
+  }
+  std::string message = fmt::format("{} runs its {} GEMMs natively ({})", device_name(doc), fmt::join(native, ", "),
+                                    paths.at(native.front()).reason);
+  if (!measured.empty()) {
+    message += fmt::format("; measured here: {}", fmt::join(measured, ", "));
+    message += slower ? fmt::format(": native, but slower than {} on this CPU.", baseline) : ".";
+  } else if (too_noisy > 0) {
+    message += fmt::format(": mixed precision can make them faster, but {} too noisy to say whether it did here "
+                           "(rerun {}).",
+                           too_noisy == 1 ? "the one measured ratio was" : fmt::format("all {} measured ratios were", too_noisy),
+                           too_noisy == 1 ? "it" : "them");
+  } else {
+    message += ": mixed precision can make them faster.";
+  }
+  const auto amx = amx_left_out(doc);
+  if (bf16_slower) message += what_would_help(doc);
+  else if (amx && contains(native, "bf16")) message += fmt::format(" Note: {}.", *amx);
+  return {"verdict", slower ? "warning" : "info", message, evidence};
+}
+
+Finding headline(const ResultDocument& doc, const std::map<std::string, PathSeen>& paths,
+                 const GemmSpeedups& gemm_speedups, const std::string& baseline) {
+  const auto native = with_path(paths, "native"), converted = with_path(paths, "converted");
+  const auto unsupported = with_path(paths, "unsupported");
+  const std::string device = device_name(doc);
+  json evidence = {{"device", device}, {"native", native}, {"converted", converted}, {"unsupported", unsupported}};
+  std::string not_run = unsupported.empty() ? "" : fmt::format(" Not run here: {}.", fmt::join(unsupported, ", "));
+  if (on_gpu(doc)) {
+    const std::string message =
+        native.empty() ? fmt::format("{} runs none of the document's low-precision GEMMs on Tensor Cores.{}", device,
+                                     not_run)
+                       : fmt::format("{} runs its {} GEMMs on Tensor Cores: mixed precision can make them faster.{}",
+                                     device, fmt::join(native, ", "), not_run);
+    return {"verdict", native.empty() ? "warning" : "info", message, evidence};
+  }
+  evidence["cpu_flags"] = present_cpu_flags(doc);
+  if (const auto amx = amx_left_out(doc)) evidence["amx_left_out"] = *amx;
+  if (native.empty() && !converted.empty()) return converted_headline(doc, paths, converted, not_run, evidence);
+  if (native.empty()) return {"verdict", "info", fmt::format("{} ran no low-precision GEMM.{}", device, not_run), evidence};
+  Finding f = native_headline(doc, paths, native, gemm_speedups, baseline, evidence);
+  if (!converted.empty())
+    f.message += fmt::format(" Its {} GEMMs run converted to fp32, no faster than fp32's.", fmt::join(converted, ", "));
+  f.message += not_run;
+  return f;
+}
+
 }  // namespace
 
 std::vector<Finding> verdict(const ResultDocument& doc, const std::string& baseline) {
   const auto paths = gemm_paths(doc);
   if (paths.empty()) return {};
-  std::vector<Finding> out{headline(doc, paths)};
   const std::vector<Speedup> speedups = speedups_over(doc.cases, baseline);
   const CasesById cases = cases_by_id(doc);
+  std::vector<Finding> out{headline(doc, paths, speedups_by_precision(doc, cases, speedups, "gemm"), baseline)};
   training_figures(cases, speedups, baseline, out);
   gemm_figures(doc, cases, speedups, paths, baseline, out);
   bandwidth_figures(doc, cases, speedups, baseline, out);

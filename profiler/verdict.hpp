@@ -1,8 +1,9 @@
 #pragma once
 // The verdict `explain` opens with: whether the device ran the document's low-precision GEMMs
-// natively (so mixed precision can make them faster), converted to fp32 or not at all, what
-// hardware would run them natively, and what the run measured mixed precision gaining or losing
-// all the same (per mode, per GEMM precision, memory-bound kernels at half the bytes, casts). Ratios
+// natively (so mixed precision can make them faster) and what the gemm suite measured of them,
+// converted to fp32 (and why, where the CPU has the instructions) or not at all, what hardware
+// would run them natively or faster (AMX the run left out among it), and what the run measured
+// mixed precision gaining or losing all the same (per mode, per GEMM precision, memory-bound kernels at half the bytes, casts). Ratios
 // whose noise closes explain's gate (profiler/noise_gate.hpp) are left out of those figures and counted.
 #include <string>
 #include <vector>

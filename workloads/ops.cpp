@@ -25,6 +25,11 @@ std::optional<std::string> workload_gemm_rule(GemmPrecision precision) {
   return std::nullopt;
 }
 
+GemmCapability workload_gemm_capability(const CapabilityTable& table, GemmPrecision precision) {
+  if (auto reason = workload_gemm_rule(precision)) return {precision, GemmPath::unsupported, std::move(*reason)};
+  return table.gemm(precision);
+}
+
 std::string_view tensor_core_policy_name(TensorCorePolicy policy) {
   switch (policy) {
     case TensorCorePolicy::on: return "on";

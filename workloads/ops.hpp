@@ -173,6 +173,10 @@ std::size_t fused_attention_statistics_elements(int B, int T, int NH);
 // accumulate in fp32 into fp32 results (fp16 accumulation is a GEMM-suite precision) and it has no
 // fp8 GEMM path yet.
 std::optional<std::string> workload_gemm_rule(GemmPrecision precision);
+// How the Transformer's GEMMs run in `precision` on a device with capability table `table`:
+// unsupported by the workload's own rule (above), else as the table says. The ops, `list` and the
+// run's start line all read it.
+GemmCapability workload_gemm_capability(const CapabilityTable& table, GemmPrecision precision);
 
 // The part of a training step an op belongs to (the profiler attributes kernels by it).
 enum class Phase { forward, backward, optimizer, scaler };
@@ -221,8 +225,7 @@ class TransformerOps : public virtual OpsMemory {
   // How the ops' GEMMs run in `precision`: unsupported by the workload's own rule (every GEMM
   // accumulates in fp32 into fp32 results; no fp8 path yet), else as the device's table says.
   GemmCapability gemm_capability(GemmPrecision precision) const {
-    if (auto reason = workload_gemm_rule(precision)) return {precision, GemmPath::unsupported, std::move(*reason)};
-    return capabilities().gemm(precision);
+    return workload_gemm_capability(capabilities(), precision);
   }
   GemmPath gemm_path(GemmPrecision precision) const { return gemm_capability(precision).path; }
   // Why these ops cannot run GEMMs in `precision`, or nothing when they can.

@@ -53,9 +53,14 @@ std::size_t training_bytes_estimate(const GptConfig& config, const TrainOptions&
          activation_bytes_estimate(config, options.batch, options.seq_len, options.attention, mode, storage);
 }
 
+std::optional<std::string> unsupported_mode(const CapabilityTable& table, amp::Mode mode) {
+  GemmCapability row = workload_gemm_capability(table, gemm_precision(mode));
+  if (row.path == GemmPath::unsupported) return std::move(row.reason);
+  return std::nullopt;
+}
+
 std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mode mode) {
-  if (mode == amp::Mode::fp8) return "the Transformer workload has no fp8 mode yet";
-  return ops.unsupported(gemm_precision(mode));
+  return unsupported_mode(ops.capabilities(), mode);
 }
 
 namespace {

@@ -77,7 +77,10 @@ struct StepRecord {
 std::size_t training_bytes_estimate(const GptConfig& config, const TrainOptions& options, amp::Mode mode,
                                     bool ops_have_half_storage);
 
-// Why `ops` cannot train in `mode`, or nothing when they can.
+// Why the Transformer cannot train in `mode` on a device with capability table `table` (the
+// workload's own rule for the mode's GEMM precision first, e.g. no fp8 path), or nothing when it can.
+std::optional<std::string> unsupported_mode(const CapabilityTable& table, amp::Mode mode);
+// The same for the device `ops` run on.
 std::optional<std::string> unsupported_mode(TransformerOps<float>& ops, amp::Mode mode);
 
 class Trainer {

@@ -1,6 +1,6 @@
 #pragma once
 // Names of the cuBLASLt enum values an algorithm configuration reports ("128x256" for a tile),
-// taken from the cublasLt.h this build compiles against (see CMakeLists.txt).
+// taken from the cuBLASLt header this build compiles against (see CMakeLists.txt).
 #include <cstdint>
 #include <string>
 

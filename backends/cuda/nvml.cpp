@@ -6,8 +6,8 @@ namespace mpbench::cuda {
 
 namespace {
 
-// The few NVML declarations used (nvml.h is not part of the toolkit). Its enums are passed as
-// unsigned, which has the same calling convention.
+// The few NVML declarations used (NVML's header does not come with the CUDA toolkit). Its
+// enums are passed as unsigned, which has the same calling convention.
 struct nvmlDevice_st;
 using NvmlDevice = nvmlDevice_st*;
 constexpr int kNvmlSuccess = 0;

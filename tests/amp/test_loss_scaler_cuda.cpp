@@ -3,8 +3,10 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 
 #include "amp/loss_scaler.hpp"
 #include "amp/loss_scaler_cuda.hpp"
+#include "backends/cuda/cuda_device.hpp"
 
 namespace {
 
@@ -23,44 +26,29 @@ using mpbench::amp::cuda::DeviceLossScaler;
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-bool gpu_available(std::string& reason) {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    reason = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(status);
-    return false;
-  }
-  if (count == 0) {
-    reason = "no CUDA device visible";
-    return false;
-  }
-  return true;
-}
-
+// The scaler's state and the gradients come from the device context's allocator, as a run's do.
 class DeviceLossScalerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string reason;
-    if (!gpu_available(reason)) GTEST_SKIP() << "needs a GPU: " << reason;
-  }
-  void TearDown() override {
-    for (float* p : device_) cudaFree(p);
+    if (const auto reason = mpbench::cuda::unavailable_reason()) GTEST_SKIP() << "needs a GPU: " << *reason;
+    device_ = mpbench::cuda::make_device(0);
   }
 
   // Uploads host tensors; returns device pointers in the same order.
   std::vector<float*> upload(const std::vector<std::vector<float>>& host) {
     std::vector<float*> ptrs;
     for (const auto& t : host) {
-      float* p = nullptr;
-      EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(1, t.size()) * sizeof(float)), cudaSuccess);
+      const std::size_t bytes = std::max<std::size_t>(1, t.size()) * sizeof(float);
+      memory_.push_back(device_->allocate(bytes, "a test gradient", "free memory on the GPU"));
+      auto* p = static_cast<float*>(memory_.back().get());
       EXPECT_EQ(cudaMemcpy(p, t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-      device_.push_back(p);
       ptrs.push_back(p);
     }
     return ptrs;
   }
 
-  std::vector<float*> device_;
+  std::shared_ptr<mpbench::cuda::CudaDevice> device_;
+  std::vector<mpbench::cuda::DeviceMemory> memory_;
 };
 
 void expect_same_state(const ScalerState& cpu, const ScalerState& gpu, int step) {
@@ -80,7 +68,9 @@ TEST_F(DeviceLossScalerTest, MatchesCpuScalerOverSteps) {
   ScalerConfig config;
   config.growth_interval = 2;
   LossScaler cpu(config);
-  DeviceLossScaler gpu(config);
+  const mpbench::cuda::DeviceMemory state =
+      device_->allocate(DeviceLossScaler::kStateBytes, "the loss scaler state", "free memory on the GPU");
+  DeviceLossScaler gpu(config, state.get(), device_->stream());
   // Every kind of overflow the unscale must see: +inf, NaN and -inf, each followed by a clean step.
   constexpr float inf = std::numeric_limits<float>::infinity();
   const std::optional<float> overflow_at[] = {std::nullopt, inf, std::nullopt, std::numeric_limits<float>::quiet_NaN(),
@@ -120,13 +110,14 @@ TEST(DeviceLossScalerConfig, RefusesWhatTheCpuScalerRefuses) {
   // Checked before any CUDA call, so this runs without a GPU.
   ScalerConfig no_growth;
   no_growth.growth_interval = 0;
-  EXPECT_THROW(DeviceLossScaler{no_growth}, std::invalid_argument);
+  EXPECT_THROW((DeviceLossScaler{no_growth, nullptr, nullptr}), std::invalid_argument);
   ScalerConfig no_backoff;
   no_backoff.backoff_factor = 1.0;
-  EXPECT_THROW(DeviceLossScaler{no_backoff}, std::invalid_argument);
+  EXPECT_THROW((DeviceLossScaler{no_backoff, nullptr, nullptr}), std::invalid_argument);
   ScalerConfig zero_scale;
   zero_scale.init_scale = 0.0f;
-  EXPECT_THROW(DeviceLossScaler{zero_scale}, std::invalid_argument);
+  EXPECT_THROW((DeviceLossScaler{zero_scale, nullptr, nullptr}), std::invalid_argument);
+  EXPECT_THROW((DeviceLossScaler{ScalerConfig{}, nullptr, nullptr}), std::invalid_argument) << "no state memory";
 }
 
 }  // namespace

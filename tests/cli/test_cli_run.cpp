@@ -12,6 +12,7 @@
 
 #include "core/result.hpp"
 #include "run_mpbench.hpp"
+#include "tests/cpu_expectations.hpp"
 #include "tests/profiler/trace_event_format.hpp"
 
 namespace mpbench::testing {
@@ -72,12 +73,55 @@ TEST_F(CliRun, GemmRunPrintsSpeedupsOverFp32AndRecordsTheIsa) {
   EXPECT_NE(r.out.find("vs fp32"), std::string::npos);
 }
 
+// The line of `out` that starts, after its indent, with `id` followed by a space or its end.
+std::string listed_line(const std::string& out, const std::string& id) {
+  std::size_t start = 0;
+  while (start < out.size()) {
+    const std::size_t end = std::min(out.find('\n', start), out.size());
+    const std::string line = out.substr(start, end - start);
+    const std::size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos && line.compare(first, id.size(), id) == 0 &&
+        (line.size() == first + id.size() || line[first + id.size()] == ' '))
+      return line;
+    start = end + 1;
+  }
+  return {};
+}
+
 TEST_F(CliRun, ListShowsEverySuite) {
   const Invocation r = run_mpbench({"list", "--device", "cpu"}, folder_);
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* s : {"gemm/square_256/fp32", "bandwidth/triad/", "cast/f32_to_e4m3_scaled/", "(skipped: ",
-                        "transformer/small_b4_t256/amp-fp16  (converted)", "capabilities of "})
+                        "transformer/small_b4_t256/fp8 ", "capabilities of "})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  EXPECT_EQ(r.out, run_mpbench({"list", "--device", "cpu", "--suite", "all"}, folder_).out) << "all is the default";
+  // amp-fp16's GEMMs run converted on every CPU: this oneDNN has no CPU fp16 matmul.
+  EXPECT_NE(listed_line(r.out, "transformer/small_b4_t256/amp-fp16").find("fp16 GEMMs converted"), std::string::npos)
+      << r.out;
+}
+
+// Each of the transformer's modes with its GEMMs' path on this CPU, the ones a default run leaves
+// out (fp8) after the others with their reason, in the order of a suite list as `run` takes it.
+TEST_F(CliRun, ListShowsTheTransformersModesWithTheirGemmPath) {
+  const Invocation r = run_mpbench({"list", "--device", "cpu", "--quick", "--suite", "gemm,transformer"}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_NE(r.out.find("gemm/"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("gemm/"), r.out.find("transformer/"));
+  EXPECT_EQ(r.out.find("bandwidth/"), std::string::npos) << r.out;
+  const std::string bf16_path = cpu_runs_bf16_natively() ? "native" : "converted";
+  const std::map<std::string, std::string> expected = {
+      {"fp32", "fp32 GEMMs native"},
+      {"tf32", "tf32 GEMMs unsupported, skipped: TF32"},
+      {"amp-fp16", "fp16 GEMMs converted"},
+      {"amp-bf16", "bf16 GEMMs " + bf16_path},
+      {"bf16", "bf16 GEMMs " + bf16_path},
+      {"fp8", "fp8-e4m3 GEMMs unsupported, skipped: the Transformer workload has no fp8 GEMM path"}};
+  for (const auto& [mode, note] : expected)
+    EXPECT_NE(listed_line(r.out, "transformer/small_b4_t256/" + mode).find(note), std::string::npos) << mode << "\n" << r.out;
+  const auto others = r.out.find("in a run only when --precision names them (fp8):");
+  ASSERT_NE(others, std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("transformer/small_b4_t256/bf16 "), others);
+  EXPECT_GT(r.out.find("transformer/small_b4_t256/fp8 "), others);
 }
 
 TEST_F(CliRun, ListTakesTheSuiteListsRunTakesAndShowsTheCapabilityTableFirst) {
@@ -90,10 +134,19 @@ TEST_F(CliRun, ListTakesTheSuiteListsRunTakesAndShowsTheCapabilityTableFirst) {
   const auto table = r.out.find("capabilities of ");
   ASSERT_NE(table, std::string::npos) << r.out;
   EXPECT_LT(table, r.out.find("transformer/"));
-  for (const char* line : {"bf16        converted    --cpu-gemm converted", "tf32        unsupported",
-                           "fp32        native", "transformer/small_b4_t256/fp32\n",
-                           "transformer/small_b4_t256/bf16  (converted)", "/tf32  (skipped: TF32"})
+  for (const char* line : {"bf16        converted    --cpu-gemm converted", "tf32        unsupported", "fp32        native"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  EXPECT_NE(listed_line(r.out, "transformer/small_b4_t256/bf16").find("bf16 GEMMs converted"), std::string::npos) << r.out;
+  EXPECT_NE(listed_line(r.out, "transformer/small_b4_t256/fp32").find("fp32 GEMMs native"), std::string::npos) << r.out;
+}
+
+// --precision's help names each suite's precisions, the transformer's fp8 mode among them.
+TEST_F(CliRun, RunHelpNamesEveryPrecisionOfEverySuite) {
+  const Invocation r = run_mpbench({"run", "--help"}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"gemm: fp32, tf32, fp16, fp16-acc16, bf16, fp8-e4m3", "cast: fp32, fp16, bf16, fp8-e4m3",
+                        "transformer (modes): fp32, tf32, amp-fp16, amp-bf16, bf16, fp8"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
 TEST_F(CliRun, EnvShowsTheCapabilityTables) {

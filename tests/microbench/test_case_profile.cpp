@@ -166,7 +166,7 @@ class RecordingProfiler final : public CaseProfiler {
 
 std::vector<CaseSpec> cpu_gemm_cases(Backend& cpu, const std::vector<std::string>& precisions) {
   std::vector<CaseSpec> chosen;
-  for (auto& c : find_suite("gemm").cases(cpu, {true, precisions, {}}))
+  for (auto& c : find_suite("gemm")->cases(cpu, {true, precisions, {}}))
     if (c.name == "square_512") chosen.push_back(c);
   return chosen;
 }
@@ -232,7 +232,7 @@ TEST(CaseProfilerOnGpu, ABf16GemmCaseListsItsCublasLtKernel) {
   BackendChoice choice = choose_backend("cuda");
   Backend& gpu = *choice.backend;
   std::vector<CaseSpec> chosen;
-  for (auto& c : find_suite("gemm").cases(gpu, {true, {"bf16"}, {}}))
+  for (auto& c : find_suite("gemm")->cases(gpu, {true, {"bf16"}, {}}))
     if (c.name == "square_4096") chosen.push_back(c);
   ASSERT_EQ(chosen.size(), 1u);
   if (chosen[0].skip_reason) GTEST_SKIP() << *chosen[0].skip_reason;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/reference/reference_backend.hpp"
@@ -15,7 +16,9 @@ namespace mpbench::microbench {
 namespace {
 
 std::vector<CaseSpec> cases_of(const std::string& suite, Backend& backend, SuiteOptions options = {}) {
-  return find_suite(suite).cases(backend, options);
+  const Suite* found = find_suite(suite);
+  if (!found) throw std::invalid_argument("no microbenchmark suite " + suite);
+  return found->cases(backend, options);
 }
 
 bool has_case(const std::vector<CaseSpec>& cases, const std::string& name) {
@@ -31,6 +34,12 @@ TEST(Suites, CaseIdsAreUnique) {
     }
     EXPECT_FALSE(ids.empty()) << suite.name;
   }
+}
+
+TEST(Suites, FindSuiteFindsEachMicrobenchmarkAndNothingElse) {
+  for (const auto& suite : suites()) EXPECT_EQ(find_suite(suite.name), &suite) << suite.name;
+  // The Transformer is a suite of the command line (cli/suite_selection.hpp), not a microbenchmark.
+  for (const char* name : {"transformer", "all", "gemmm", "GEMM", ""}) EXPECT_EQ(find_suite(name), nullptr) << name;
 }
 
 TEST(GemmSuite, HasTheGpt2ShapesAndTheAlignmentSweep) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <string>
 
 #include "../cli/run_mpbench.hpp"
 #include "core/error.hpp"
@@ -469,6 +471,15 @@ TEST(Explain, CpuBf16WithoutBf16InTheImplementationHasNoHardwarePath) {
   EXPECT_NEAR(*native.speedup, 2.0, 1e-12);
 }
 
+// A stream kernel's case whose samples spread by `spread` (stddev / mean), measured by the sampler.
+json sampled_case(const std::string& suite, const std::string& name, const std::string& precision, double median_s,
+                  double spread, json params = json::object(), json rates = json::object()) {
+  json c = case_json(suite, name, "cpu", precision, median_s, {{"measurement", {{"converged", spread <= 0.02}}}},
+                     std::move(params), std::move(rates));
+  c["metrics"]["seconds"]["stddev"] = spread * median_s;
+  return c;
+}
+
 // ---- the verdict explain opens with ----------------------------------------------------------
 
 json gemm_path(const std::string& precision, const std::string& path, const std::string& reason) {
@@ -548,7 +559,10 @@ TEST(Verdict, SaysWhatMixedPrecisionStillGainsOrLosesWithTheRunsFigures) {
   EXPECT_EQ(e.to_json()["verdict"].size(), e.verdict.size());
 }
 
-TEST(Verdict, ACpuWithBf16InstructionsCanMakeItsBf16GemmsFaster) {
+// The verdict's first finding, by value: the explanation it came from is a temporary.
+Finding headline_of(const ResultDocument& doc) { return explain(doc).verdict.front(); }
+
+TEST(Verdict, ACpuWithBf16InstructionsSaysWhatItsNativeBf16GemmsMeasured) {
   const auto doc = document(
       json::array({case_json("gemm", "g", "cpu", "fp32", 0.010, gemm_path("fp32", "native", "oneDNN fp32")),
                    case_json("gemm", "g", "cpu", "bf16", 0.005, gemm_path("bf16", "native", "oneDNN 2.6.3 bf16 matmul")),
@@ -558,9 +572,152 @@ TEST(Verdict, ACpuWithBf16InstructionsCanMakeItsBf16GemmsFaster) {
   const Explanation e = explain(doc);
   const Finding& headline = e.verdict.front();
   EXPECT_EQ(headline.severity, "info");
-  for (const char* words : {"runs its bf16 GEMMs natively (oneDNN 2.6.3 bf16 matmul)", "can make them faster",
-                            "Its fp16 GEMMs run converted", "Not run here: tf32"})
+  for (const char* words : {"runs its bf16 GEMMs natively (oneDNN 2.6.3 bf16 matmul)",
+                            "measured here: bf16 2.00x fp32's speed (median of 1 shape).", "Its fp16 GEMMs run converted",
+                            "Not run here: tf32"})
     EXPECT_NE(headline.message.find(words), std::string::npos) << words << "\n" << headline.message;
+  EXPECT_DOUBLE_EQ(headline.evidence["measured"]["bf16"].get<double>(), 2.0);
+}
+
+TEST(Verdict, NativeGemmsNotMeasuredByTheGemmSuiteCanMakeThemFaster) {
+  const auto doc = document(
+      json::array({case_json("transformer", "tiny", "cpu", "fp32", 0.02, gemm_path("fp32", "native", "oneDNN fp32")),
+                   case_json("transformer", "tiny", "cpu", "amp-bf16", 0.01,
+                             gemm_path("bf16", "native", "oneDNN 2.6.3 bf16 matmul"))}),
+      {{"device", "cpu"}}, {{"device", {{"name", "AMD EPYC"}}}});
+  const Finding headline = headline_of(doc);
+  EXPECT_NE(headline.message.find("natively (oneDNN 2.6.3 bf16 matmul): mixed precision can make them faster."),
+            std::string::npos)
+      << headline.message;
+  EXPECT_FALSE(headline.evidence.contains("measured"));
+}
+
+// A CPU with AVX512-BF16 and AMX whose oneDNN ran on `isa`; `default_limit` is mpbench's own ISA
+// limit (null: none), `choice` the run's --cpu-gemm.
+json intel_env(const std::string& isa, const json& default_limit, const std::string& choice = "auto") {
+  return {{"device", {{"name", "Intel Xeon"}, {"backend", "cpu"}}},
+          {"cpu", {{"gemm_path_choice", choice},
+                   {"flags", {{"avx2", true}, {"avx512_bf16", true}, {"amx_bf16", true}, {"amx_tile", true}}}}},
+          {"backend", {{"onednn", {{"effective_isa", isa}, {"default_isa_limit", default_limit}}}}}};
+}
+
+// Three gemm-suite shapes whose bf16 ran at `ratios` of fp32's speed, on `bf16_path`.
+json gemm_cases(const json& bf16_path, std::initializer_list<double> ratios) {
+  json cases = json::array();
+  int shape = 0;
+  for (double ratio : ratios) {
+    const std::string name = "square_" + std::to_string(256 << shape++);
+    cases.push_back(case_json("gemm", name, "cpu", "fp32", 0.010, gemm_path("fp32", "native", "oneDNN fp32")));
+    cases.push_back(case_json("gemm", name, "cpu", "bf16", 0.010 / ratio, bf16_path));
+  }
+  return cases;
+}
+
+const std::string kHypervisorLimit =
+    "AMX left out under a hypervisor (its tile state is not reliable in guests); --cpu-isa all uses it";
+const std::string kConvertedWhy = "--cpu-gemm converted: operands widened to fp32, oneDNN's fp32 matmul";
+
+TEST(Verdict, AForcedConvertedPathOnACpuWithBf16InstructionsSaysTheRunChoseIt) {
+  const auto doc = document(gemm_cases(gemm_path("bf16", "converted", kConvertedWhy), {0.8, 0.85, 0.9}),
+                            {{"device", "cpu"}, {"cpu_gemm", "converted"}},
+                            intel_env("avx512_core_bf16", kHypervisorLimit, "converted"));
+  const Finding headline = headline_of(doc);
+  EXPECT_EQ(headline.severity, "warning");
+  for (const std::string& words :
+       {std::string("cannot make Intel Xeon's GEMMs faster in this run: its bf16 GEMMs ran converted to fp32 (") +
+            kConvertedWhy + ")",
+        std::string("This CPU has AVX512-BF16 and AMX-BF16, which this run did not use: it forced the converted path "
+                    "(--cpu-gemm converted); --cpu-gemm auto, the default, runs bf16 GEMMs natively.")})
+    EXPECT_NE(headline.message.find(words), std::string::npos) << words << "\n" << headline.message;
+  EXPECT_EQ(headline.message.find("would run bf16 GEMMs natively"), std::string::npos) << headline.message;
+  EXPECT_EQ(headline.message.find("Cooper Lake"), std::string::npos) << headline.message;
+}
+
+TEST(Verdict, AnIsaLimitBelowBf16OnACpuWithTheInstructionsNamesTheLimit) {
+  const std::string why = "oneDNN may use ISA avx512_core only (--cpu-isa or DNNL_MAX_CPU_ISA), which leaves out "
+                          "AVX512-BF16: operands widened to fp32";
+  const auto doc = document(gemm_cases(gemm_path("bf16", "converted", why), {0.8}), {{"device", "cpu"}},
+                            intel_env("avx512_core", nullptr));
+  const Finding headline = headline_of(doc);
+  EXPECT_EQ(headline.severity, "warning");
+  for (const std::string& words :
+       {why, std::string("This CPU has AVX512-BF16 and AMX-BF16, which this run did not use: oneDNN was limited to ISA "
+                         "avx512_core, which leaves them out; --cpu-isa all lifts the limit.")})
+    EXPECT_NE(headline.message.find(words), std::string::npos) << words << "\n" << headline.message;
+  EXPECT_EQ(headline.message.find("Cooper Lake"), std::string::npos) << headline.message;
+}
+
+TEST(Verdict, NativeBf16SlowerThanFp32WithAmxLeftOutSaysSoAndNamesAmx) {
+  const json native = gemm_path("bf16", "native", "oneDNN 2.6.3 bf16 matmul on ISA avx512_core_bf16");
+  // Under mpbench's hypervisor limit: bf16 at 0.55x, 0.62x and 0.70x of fp32, the median 0.62x.
+  const auto doc = document(gemm_cases(native, {0.55, 0.62, 0.70}), {{"device", "cpu"}},
+                            intel_env("avx512_core_bf16", kHypervisorLimit));
+  const Finding headline = headline_of(doc);
+  EXPECT_EQ(headline.severity, "warning");
+  for (const std::string& words :
+       {std::string("runs its bf16 GEMMs natively (oneDNN 2.6.3 bf16 matmul on ISA avx512_core_bf16); measured here: "
+                    "bf16 0.62x fp32's speed (median of 3 shapes): native, but slower than fp32 on this CPU."),
+        "AMX would help: this CPU has AMX-BF16, left out of this run: " + kHypervisorLimit + "."})
+    EXPECT_NE(headline.message.find(words), std::string::npos) << words << "\n" << headline.message;
+  EXPECT_EQ(headline.message.find("can make them faster"), std::string::npos) << headline.message;
+  EXPECT_NEAR(headline.evidence["measured"]["bf16"].get<double>(), 0.62, 1e-12);
+  EXPECT_EQ(headline.evidence["amx_left_out"], "this CPU has AMX-BF16, left out of this run: " + kHypervisorLimit);
+
+  // Left out by the user's limit instead: the limit is named, and how to lift it.
+  const auto capped = document(doc.to_json()["cases"], {{"device", "cpu"}}, intel_env("avx512_core_bf16", nullptr));
+  const Finding capped_headline = headline_of(capped);
+  EXPECT_NE(capped_headline.message.find("AMX would help: this CPU has AMX-BF16, left out of this run: oneDNN was "
+                                         "limited to ISA avx512_core_bf16 (--cpu-isa or DNNL_MAX_CPU_ISA); --cpu-isa "
+                                         "all uses it."),
+            std::string::npos)
+      << capped_headline.message;
+
+  // AMX in use: nothing is left out, and nothing is said of it.
+  const auto with_amx = document(doc.to_json()["cases"], {{"device", "cpu"}}, intel_env("avx512_core_amx", nullptr));
+  const Finding amx_headline = headline_of(with_amx);
+  EXPECT_NE(amx_headline.message.find("native, but slower than fp32 on this CPU."), std::string::npos);
+  EXPECT_EQ(amx_headline.message.find("AMX"), std::string::npos) << amx_headline.message;
+  EXPECT_FALSE(amx_headline.evidence.contains("amx_left_out"));
+}
+
+TEST(Verdict, NativeBf16SlowerThanFp32WithoutAmxNamesTheHardwareThatWouldHelp) {
+  json env = intel_env("avx512_core_bf16", nullptr);
+  env["cpu"]["flags"] = {{"avx2", true}, {"avx512_bf16", true}, {"amx_bf16", false}};
+  const auto doc = document(gemm_cases(gemm_path("bf16", "native", "oneDNN bf16 matmul"), {0.9, 0.94}),
+                            {{"device", "cpu"}}, env);
+  const Finding headline = headline_of(doc);
+  EXPECT_EQ(headline.severity, "warning");
+  for (const char* words : {"bf16 0.92x fp32's speed (median of 2 shapes): native, but slower than fp32",
+                            "AMX (Intel Sapphire Rapids and later) or a GPU with Tensor Cores would run them faster."})
+    EXPECT_NE(headline.message.find(words), std::string::npos) << words << "\n" << headline.message;
+}
+
+TEST(Verdict, NativeBf16FasterThanFp32WithAmxLeftOutNotesIt) {
+  const auto doc = document(gemm_cases(gemm_path("bf16", "native", "oneDNN bf16 matmul"), {1.5}), {{"device", "cpu"}},
+                            intel_env("avx512_core_bf16", kHypervisorLimit));
+  const Finding headline = headline_of(doc);
+  EXPECT_EQ(headline.severity, "info");
+  EXPECT_NE(headline.message.find("bf16 1.50x fp32's speed (median of 1 shape). Note: this CPU has AMX-BF16, left "
+                                  "out of this run: "),
+            std::string::npos)
+      << headline.message;
+  EXPECT_EQ(headline.message.find("slower"), std::string::npos) << headline.message;
+}
+
+TEST(Verdict, NativeGemmsWhoseRatiosAreAllTooNoisySayThatInsteadOfAFigure) {
+  const json run = {{"device", "cpu"}, {"sampler", {{"max_noise", 0.02}}}};
+  json cases = json::array();
+  for (const auto& [precision, median_s] : {std::pair{"fp32", 1.0}, std::pair{"bf16", 1.6}}) {
+    json g = sampled_case("gemm", "g", precision, median_s, 0.3);
+    g["details"]["gemm_path"] = {{"precision", precision}, {"path", "native"}, {"reason", "oneDNN"}};
+    cases.push_back(g);
+  }
+  const Finding headline = headline_of(document(cases, run, intel_env("avx512_core_amx", nullptr)));
+  EXPECT_EQ(headline.severity, "info");
+  EXPECT_NE(headline.message.find("but the one measured ratio was too noisy to say whether it did here (rerun it)."),
+            std::string::npos)
+      << headline.message;
+  EXPECT_EQ(headline.message.find("slower"), std::string::npos) << headline.message;
 }
 
 TEST(Verdict, AGpuNamesWhatRunsOnTensorCoresAndWhatCannotRun) {
@@ -643,15 +800,6 @@ TEST(Explain, StreamKernelsAgainstTheBytesRatio) {
   EXPECT_TRUE(finding(triad_bf16, "memory_bound"));
   EXPECT_FALSE(finding(triad_bf16, "conversion_bound"));
   EXPECT_FALSE(finding(triad_bf16, "cache_effect"));
-}
-
-// A stream kernel's case whose samples spread by `spread` (stddev / mean), measured by the sampler.
-json sampled_case(const std::string& suite, const std::string& name, const std::string& precision, double median_s,
-                  double spread, json params = json::object(), json rates = json::object()) {
-  json c = case_json(suite, name, "cpu", precision, median_s, {{"measurement", {{"converged", spread <= 0.02}}}},
-                     std::move(params), std::move(rates));
-  c["metrics"]["seconds"]["stddev"] = spread * median_s;
-  return c;
 }
 
 TEST(ExplainNoiseGate, NoCauseIsReadIntoANoisyRatio) {

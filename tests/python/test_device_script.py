@@ -5,6 +5,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,10 +15,33 @@ from conftest import smallest_bandwidth_elements
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "cli" / "mpbench"
+# Not the source tree: the build folders, the environment, the fetched dependencies, git's own.
+OUTSIDE_THE_SOURCE = ("build", ".venv", ".deps", ".git")
 
-pytestmark = pytest.mark.skipif(not BUILD.exists(), reason=f"mpbench is not built at {BUILD}")
+needs_build = pytest.mark.skipif(not BUILD.exists(), reason=f"mpbench is not built at {BUILD}")
 
 
+def source_tree():
+    """Every path under the repository but the folders of OUTSIDE_THE_SOURCE (build* among them)."""
+    paths = set()
+    for folder, subfolders, files in os.walk(ROOT):
+        here = Path(folder)
+        if here == ROOT:
+            subfolders[:] = [d for d in subfolders if not d.startswith(OUTSIDE_THE_SOURCE)]
+        paths.update(here / name for name in subfolders + files)
+    return paths
+
+
+def test_tests_leave_no_bytecode_in_the_source_tree():
+    """Python's bytecode cache would put __pycache__ folders beside the tests and the scripts they
+    import. scripts/test.sh sets PYTHONDONTWRITEBYTECODE=1, so that neither this process nor the
+    Pythons the tests start write one; and none is anywhere in the tree from the tests so far."""
+    assert sys.dont_write_bytecode, "run pytest with PYTHONDONTWRITEBYTECODE=1, as scripts/test.sh does"
+    left = sorted(str(p.relative_to(ROOT)) for p in source_tree() if p.name == "__pycache__" or p.suffix == ".pyc")
+    assert not left, f"bytecode in the source tree (delete it, and run with PYTHONDONTWRITEBYTECODE=1): {left}"
+
+
+@needs_build
 def test_check_script_dry_run_on_the_cpu(tmp_path):
     n = smallest_bandwidth_elements(BUILD)
     env = dict(os.environ, MPBENCH_CHECK_DEVICE="cpu",
@@ -25,11 +49,12 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
                MPBENCH_CHECK_TESTS="test_core test_backends", MPBENCH_CHECK_TRAINING="--config tiny --steps 4",
                MPBENCH_CHECK_BUDGET_S="800")  # this machine is slow; the device's default is 330
     env.pop("MPBENCH_BIN", None)
-    tree_before = set(ROOT.iterdir())
+    tree_before = source_tree()
     done = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "check.sh"), str(tmp_path)],
                           env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert set(ROOT.iterdir()) == tree_before, "the check packs a local build outside the source tree"
+    added = sorted(str(p.relative_to(ROOT)) for p in source_tree() - tree_before)
+    assert not added, f"the check packs a local build outside the source tree, and writes nothing in it: {added}"
     produced = sorted(p.name for p in tmp_path.iterdir())
     assert {"check.log", "result-quick.json", "result-transformer.json", "result-emulated.json",
             "result-profile.json", "trace-tiny.amp-bf16.json"} <= set(produced)
@@ -56,6 +81,7 @@ def test_check_script_dry_run_on_the_cpu(tmp_path):
     assert "-- test_backends" in tests and "exit 0" in tests and "FAILED" not in tests
 
 
+@needs_build
 def test_check_script_keeps_to_its_budget(tmp_path):
     """A budget spent before the tests start (packing ./build here takes longer) skips every later
     step at once, each named, and still prints the summary: the device call's timeout is never hit
@@ -75,6 +101,7 @@ def test_check_script_keeps_to_its_budget(tmp_path):
     assert (clock["summary"] - clock["tests"]) % 86400 <= 5, log[-3000:]
 
 
+@needs_build
 def test_check_script_refuses_a_budget_that_is_not_a_number(tmp_path):
     env = dict(os.environ, MPBENCH_CHECK_BUDGET_S="5m")
     done = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "check.sh"), str(tmp_path)],

@@ -181,5 +181,24 @@ TEST(PrecisionModes, Fp8IsRefusedWithAReason) {
   EXPECT_THROW(Trainer(config_by_name("tiny"), tiny_options(1), ops, amp::Mode::fp8), UsageError);
 }
 
+// One rule for every reader (the trainer, the suite, `list`): the workload's own refusal first,
+// then the device's table.
+TEST(PrecisionModes, UnsupportedModeReadsTheCapabilityTable) {
+  const CapabilityTable native = CapabilityTable::every_precision(GemmPath::native, "every GEMM runs");
+  const CapabilityTable none = CapabilityTable::every_precision(GemmPath::unsupported, "no GEMM here");
+  for (const amp::ModePolicy& p : amp::all_policies()) {
+    const auto on_native = unsupported_mode(native, p.mode), on_none = unsupported_mode(none, p.mode);
+    if (p.mode == amp::Mode::fp8) {
+      ASSERT_TRUE(on_native && on_none);
+      EXPECT_EQ(*on_native, *workload_gemm_rule(GemmPrecision::fp8_e4m3));
+      EXPECT_EQ(*on_none, *on_native) << "the workload's rule comes first";
+    } else {
+      EXPECT_FALSE(on_native) << p.name << ": " << *on_native;
+      ASSERT_TRUE(on_none) << p.name;
+      EXPECT_EQ(*on_none, "no GEMM here");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mpbench::workloads

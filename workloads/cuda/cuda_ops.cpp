@@ -133,8 +133,8 @@ std::optional<std::string> CudaTransformerOps::attention_unsupported(AttentionKe
   if (major < 8)
     return fmt::format("cuDNN's fused attention needs compute capability 8.0 or newer; {} is {}.{}", gpu.name, major,
                        minor);
-  // cuDNN's SDPA backward (its support matrix; the frontend's checks in
-  // scaled_dot_product_flash_attention.h): heads up to 256 channels on Hopper, 128 elsewhere
+  // cuDNN's SDPA backward (its support matrix, and the checks the cuDNN frontend's SDPA backward
+  // node makes before it builds a graph): heads up to 256 channels on Hopper, 128 elsewhere
   // (Blackwell included), and not one query against one key.
   const int largest_head = major == 9 ? 256 : 128;
   if (dims.head_size % 8 != 0 || dims.head_size > largest_head)
