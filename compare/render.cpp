@@ -71,7 +71,8 @@ std::vector<std::string> what_is_compared(const Options& o) {
                       "within ±{t:g}%; noisy = across ±{t:g}%, never a failure",
                       fmt::arg("t", 100 * o.threshold)),
           fmt::format("interval: {} confidence from the spread between runs; with one run per side, the change ± "
-                      "both runs' own spreads",
+                      "both runs' own spreads; where most runs of a side stopped before their noise target, it "
+                      "also covers that band",
                       confidence(o))};
 }
 
@@ -221,21 +222,30 @@ std::string figure_label(const Comparison& c) {
 
 std::string noisy_summary(const Report& r) {
   std::vector<int> settle;
-  std::size_t unsettled = 0;
-  for (const auto& c : r.comparisons)
-    if (c.verdict == Verdict::noisy) {
-      if (c.runs_to_settle) settle.push_back(*c.runs_to_settle);
-      else ++unsettled;
-    }
-  const std::size_t noisy = settle.size() + unsettled;
+  std::size_t unsettled = 0, longer = 0;
+  for (const auto& c : r.comparisons) {
+    if (c.verdict != Verdict::noisy) continue;
+    if (c.needs_longer_runs) ++longer;
+    else if (c.runs_to_settle) settle.push_back(*c.runs_to_settle);
+    else ++unsettled;
+  }
+  const std::size_t noisy = settle.size() + unsettled + longer;
   if (noisy == 0) return "";
-  const std::string head = fmt::format("{} noisy case{} (inconclusive; never a failure)", noisy, noisy == 1 ? "" : "s");
-  if (settle.empty())
-    return fmt::format("{}: not even {} runs per side would settle them", head, kMostRunsToSuggest);
-  const int most = *std::max_element(settle.begin(), settle.end());
-  if (unsettled == 0) return fmt::format("{}: {} runs per side would settle them", head, most);
-  return fmt::format("{}: {} runs per side would settle {} of them, the other {} not even {}", head, most,
-                     settle.size(), unsettled, kMostRunsToSuggest);
+  std::vector<std::string> parts;
+  if (!settle.empty()) {
+    const int most = *std::max_element(settle.begin(), settle.end());
+    parts.push_back(settle.size() == noisy ? fmt::format("{} runs per side would settle them", most)
+                                           : fmt::format("{} runs per side would settle {}", most, settle.size()));
+  }
+  if (unsettled > 0)
+    parts.push_back(unsettled == noisy ? fmt::format("not even {} runs per side would settle them", kMostRunsToSuggest)
+                                       : fmt::format("{} not even {} runs per side", unsettled, kMostRunsToSuggest));
+  if (longer > 0)
+    parts.push_back(fmt::format("{} stopped before their noise target in most runs of a side, and their own spread "
+                                "leaves the verdict open: longer runs (--timeout) or a quieter machine would settle {}",
+                                longer, longer == 1 ? "it" : "them"));
+  return fmt::format("{} noisy case{} (inconclusive; never a failure): {}", noisy, noisy == 1 ? "" : "s",
+                     fmt::join(parts, "; "));
 }
 
 std::string render_text(const Report& r) {
@@ -315,6 +325,8 @@ nlohmann::json comparison_json(const Comparison& c) {
             {"p_value", c.p_value ? nlohmann::json(*c.p_value) : nlohmann::json()},
             {"runs", {{"base", c.base_runs}, {"new", c.current_runs}}},
             {"unconverged_runs", c.unconverged_runs},
+            {"short_of_noise_target", c.short_of_noise_target},
+            {"needs_longer_runs", c.needs_longer_runs},
             {"verdict", verdict_name(c.verdict)},
             {"runs_to_settle", c.runs_to_settle ? nlohmann::json(*c.runs_to_settle) : nlohmann::json()},
             {"param_changes", c.param_changes}});
