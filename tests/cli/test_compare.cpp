@@ -181,6 +181,25 @@ TEST(CompareCommand, BadSidesAreOneLineErrors) {
   std::filesystem::remove_all(empty);
 }
 
+TEST(CompareCommand, ARunGivenTwiceOnASideIsAOneLineError) {
+  std::string error;
+  EXPECT_EQ(run_cli({"--base", fixture("gemm_base.json"), fixture("gemm_base.json"), "--new", fixture("gemm_regressed.json")},
+                    nullptr, &error),
+            2);
+  EXPECT_NE(error.find("base: '" + fixture("gemm_base.json") + "' and '" + fixture("gemm_base.json") +
+                       "' are the same file"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+
+  const auto folder = runs_folder("with_copy", {1.0, 1.01});
+  std::filesystem::copy_file(folder / "run0.json", folder / "run0-copy.json");
+  EXPECT_EQ(run_cli({fixture("gemm_base.json"), folder.string()}, nullptr, &error), 2);
+  EXPECT_NE(error.find("new: '"), std::string::npos) << error;
+  EXPECT_NE(error.find("hold the same run (identical documents)"), std::string::npos) << error;
+  std::filesystem::remove_all(folder);
+}
+
 TEST(CompareCommand, ThresholdAboveTheChangeLetsItPass) {
   EXPECT_EQ(run_cli({fixture("gemm_base.json"), fixture("gemm_regressed.json"), "--threshold", "25%"}),
             kExitNoRegression);
