@@ -77,7 +77,7 @@ std::vector<std::string> what_is_compared(const Options& o) {
                       confidence(o))};
 }
 
-// Free-form fields (case names, messages, file names, CPU models, hosts) come from the documents:
+// Free-form fields (case names, messages, file names, environment values) come from the documents:
 // in a report they must not move the terminal's cursor, reverse the text around them, break a line
 // or, in markdown, end a table cell.
 std::string shown(const std::string& text) { return printable(text, Unicode::keep); }
