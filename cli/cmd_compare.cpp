@@ -1,12 +1,15 @@
 // `mpbench compare BASE NEW` (or --base PATH... --new PATH...): parses the arguments, hands them to
-// compare/ and prints its report. Exit status: compare::Report::exit_code(); unusable input throws
-// UsageError, which main() turns into exit 2.
+// compare/ and prints its report. Exit status: compare::Report::exit_code(); unusable input, and a
+// report --out could not write, throw UsageError, which main() turns into exit 2.
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "compare/render.hpp"
@@ -23,6 +26,7 @@ struct CompareArgs {
   std::string format = "text";
   std::string baseline = "fp32";
   std::string out;
+  const CLI::Option* out_option = nullptr;  // --out given at all: `--out ''` is not its absence
   std::string alpha = "0.01";
   int min_runs = 1;
   bool absolute = false;
@@ -44,6 +48,39 @@ std::pair<Paths, Paths> side_paths(const CompareArgs& args) {
   return {Paths(args.base.begin(), args.base.end()), Paths(args.current.begin(), args.current.end())};
 }
 
+std::string_view extension(compare::Format format) {
+  switch (format) {
+    case compare::Format::text: return "txt";
+    case compare::Format::markdown: return "md";
+    case compare::Format::json: return "json";
+  }
+  return "txt";
+}
+
+// Writes the report to `out`. Should that fail (a full disk, a folder gone), the report goes to a
+// file of its own in the temporary folder, and the one error line says where: the text is already
+// on stdout, but the requested format (a CI comment's markdown) is not lost.
+void write_report(const std::string& out, const std::string& report, compare::Format format) {
+  try {
+    write_file_atomically(out, report);
+    return;
+  } catch (const UsageError& e) {
+    std::error_code no_temp;
+    const auto temp = std::filesystem::temp_directory_path(no_temp);
+    const auto kept = temp / fmt::format("mpbench-compare-{}.{}", ::getpid(), extension(format));
+    std::string where;
+    try {
+      if (no_temp) throw UsageError(fmt::format("no temporary folder: {}", no_temp.message()));
+      write_file_atomically(kept, report);
+      where = fmt::format("the report is kept in {}", kept.string());
+    } catch (const UsageError& second) {
+      where = fmt::format("nor could the report be kept in the temporary folder ({}): the text above is all there is",
+                          second.what());
+    }
+    throw UsageError(fmt::format("{}; {}", e.what(), where));
+  }
+}
+
 int run_compare(const CompareArgs& args) {
   compare::Options options;
   options.threshold = compare::parse_threshold(args.threshold);
@@ -52,18 +89,23 @@ int run_compare(const CompareArgs& args) {
   options.baseline = args.baseline;
   options.min_runs = args.min_runs;
   const compare::Format format = compare::parse_format(args.format);
-  if (!args.out.empty()) check_writable(args.out);
+  const bool to_file = args.out_option->count() > 0;
+  if (to_file && args.out.empty())
+    throw UsageError("--out '' names no file: give the report's file name, or leave --out out to print the report");
+  if (to_file) check_writable(args.out);
 
   const auto [base_paths, current_paths] = side_paths(args);
   const auto report =
       compare::compare(compare::load_side("base", base_paths), compare::load_side("new", current_paths), options);
-  if (args.out.empty()) {
+  if (!to_file) {
     fmt::print("{}", compare::render(report, format));
-  } else {
-    // The file gets the requested format (e.g. markdown for a CI comment), the log the text.
-    write_file_atomically(args.out, compare::render(report, format));
-    fmt::print("{}", compare::render_text(report));
+    return report.exit_code();
   }
+  // The file gets the requested format (e.g. markdown for a CI comment), the log the text: the log
+  // first, so that the verdicts are on the screen whatever happens to the file.
+  fmt::print("{}", compare::render_text(report));
+  std::fflush(stdout);
+  write_report(args.out, compare::render(report, format), format);
   return report.exit_code();
 }
 
@@ -87,7 +129,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", args->format, "text, markdown or json (default text)");
   cmd->add_option("--baseline", args->baseline, "precision the speedups are taken over (default fp32)");
   cmd->add_option("--alpha", args->alpha, "significance level of the tests, 1e-9 to 0.5; intervals are 1 - alpha (default 0.01)");
-  cmd->add_option("--out", args->out, "write the report to FILE in --format; the text goes to stdout");
+  args->out_option = cmd->add_option("--out", args->out, "write the report to FILE in --format; the text goes to stdout");
   cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
 }
 

@@ -17,15 +17,22 @@ std::string_view metric_name(Metric m) {
 
 bool higher_is_better(Metric m) { return m != Metric::seconds; }
 
+CaseIndex::CaseIndex(const ResultDocument& doc) {
+  for (const auto& c : doc.cases)
+    if (c.status == CaseStatus::ok) ok_.emplace(key_of(c), &c);
+}
+
+const CaseResult* CaseIndex::find_ok(const CaseKey& key) const {
+  const auto found = ok_.find(key);
+  return found == ok_.end() ? nullptr : found->second;
+}
+
 namespace {
 
-const CaseResult* find_ok(const ResultDocument& doc, const CaseResult& like, const std::string& name,
+// The ok case of the same suite and backend as `like` with this name and precision.
+const CaseResult* find_ok(const CaseIndex& index, const CaseResult& like, const std::string& name,
                           const std::string& precision) {
-  for (const auto& c : doc.cases)
-    if (c.suite == like.suite && c.backend == like.backend && c.name == name && c.precision == precision &&
-        c.status == CaseStatus::ok)
-      return &c;
-  return nullptr;
+  return index.find_ok({like.suite, name, like.backend, precision});
 }
 
 double spread_of(const CaseResult* c) { return c && c->seconds ? c->seconds->relative_spread() : 0.0; }
@@ -40,9 +47,9 @@ bool converged(const CaseResult* c) {
   return !c->details.contains(p) || !c->details.at(p).is_boolean() || c->details.at(p).get<bool>();
 }
 
-std::optional<RunFigure> speedup_figure(const ResultDocument& doc, const CaseResult& c, const std::string& baseline) {
+std::optional<RunFigure> speedup_figure(const CaseIndex& run, const CaseResult& c, const std::string& baseline) {
   if (c.precision == baseline) return std::nullopt;
-  const CaseResult* partner = find_ok(doc, c, c.name, baseline);
+  const CaseResult* partner = find_ok(run, c, c.name, baseline);
   if (!partner) return std::nullopt;
   if (!partner->seconds || !c.seconds || fastest(c) <= 0 || fastest(*partner) <= 0) return std::nullopt;
   // A ratio of two times: its spread combines both times'.
@@ -58,7 +65,7 @@ const nlohmann::json& copy_reference(const CaseResult& c) {
                                                                                         : kNone;
 }
 
-std::optional<RunFigure> pct_of_copy_figure(const ResultDocument& doc, const CaseResult& c) {
+std::optional<RunFigure> pct_of_copy_figure(const CaseIndex& run, const CaseResult& c) {
   if (!c.rates.contains("pct_of_copy") || !c.rates["pct_of_copy"].is_number()) return std::nullopt;
   const double value = c.rates["pct_of_copy"].get<double>();
   const nlohmann::json& ref = copy_reference(c);
@@ -69,7 +76,7 @@ std::optional<RunFigure> pct_of_copy_figure(const ResultDocument& doc, const Cas
   }
   const std::string name = ref.value("name", ""), precision = ref.value("precision", "");
   if (name == c.name && precision == c.precision) return std::nullopt;  // the copy itself
-  const CaseResult* copy = find_ok(doc, c, name, precision);
+  const CaseResult* copy = find_ok(run, c, name, precision);
   if (value <= 0 || !copy || !c.seconds || !copy->seconds) return std::nullopt;
   // The recorded share is of median rates (GB/s is bytes over time); taken to the fastest samples.
   const double fastest_share = value * (c.seconds->median / fastest(c)) * (fastest(*copy) / copy->seconds->median);
@@ -84,12 +91,12 @@ std::optional<RunFigure> seconds_figure(const CaseResult& c) {
 
 }  // namespace
 
-std::optional<RunFigure> run_figure(const ResultDocument& doc, const CaseResult& c, Metric metric,
+std::optional<RunFigure> run_figure(const CaseIndex& run, const CaseResult& c, Metric metric,
                                     const std::string& baseline) {
   if (c.status != CaseStatus::ok) return std::nullopt;
   switch (metric) {
-    case Metric::speedup: return speedup_figure(doc, c, baseline);
-    case Metric::pct_of_copy: return pct_of_copy_figure(doc, c);
+    case Metric::speedup: return speedup_figure(run, c, baseline);
+    case Metric::pct_of_copy: return pct_of_copy_figure(run, c);
     case Metric::seconds: return seconds_figure(c);
   }
   return std::nullopt;

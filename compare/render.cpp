@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/printable.hpp"
 
 namespace mpbench::compare {
 
@@ -71,13 +72,33 @@ std::vector<std::string> what_is_compared(const Options& o) {
                       "within ±{t:g}%; noisy = across ±{t:g}%, never a failure",
                       fmt::arg("t", 100 * o.threshold)),
           fmt::format("interval: {} confidence from the spread between runs; with one run per side, the change ± "
-                      "both runs' own spreads",
+                      "both runs' own spreads; where most runs of a side stopped before their noise target, it "
+                      "also covers that band",
                       confidence(o))};
 }
 
-std::string side_line(const std::vector<std::string>& sources, const std::string& machine) {
-  return fmt::format("{} run{} on {}: {}", sources.size(), sources.size() == 1 ? "" : "s", machine,
-                     fmt::join(sources, ", "));
+// Free-form fields (case names, messages, file names, environment values) come from the documents:
+// in a report they must not move the terminal's cursor, reverse the text around them, break a line
+// or, in markdown, end a table cell.
+std::string shown(const std::string& text) { return printable(text, Unicode::keep); }
+
+std::string markdown_inline(const std::string& text) {
+  std::string one_line = text;
+  std::replace_if(one_line.begin(), one_line.end(), [](char ch) { return ch == '\n' || ch == '\r'; }, ' ');
+  return shown(one_line);
+}
+
+using Clean = std::string (*)(const std::string&);
+
+std::vector<std::string> cleaned(const std::vector<std::string>& texts, Clean clean) {
+  std::vector<std::string> out;
+  for (const auto& t : texts) out.push_back(clean(t));
+  return out;
+}
+
+std::string side_line(const std::vector<std::string>& sources, const std::string& machine, Clean clean) {
+  return fmt::format("{} run{} on {}: {}", sources.size(), sources.size() == 1 ? "" : "s", clean(machine),
+                     fmt::join(cleaned(sources, clean), ", "));
 }
 
 std::string summary_line(const Report& r) {
@@ -88,9 +109,9 @@ std::string summary_line(const Report& r) {
                      r.added.size(), r.missing.size());
 }
 
-std::string keys_line(const std::vector<CaseKey>& keys) {
+std::string keys_line(const std::vector<CaseKey>& keys, Clean clean) {
   std::vector<std::string> labels;
-  for (const auto& k : keys) labels.push_back(k.label());
+  for (const auto& k : keys) labels.push_back(clean(k.label()));
   return fmt::format("{}", fmt::join(labels, ", "));
 }
 
@@ -101,7 +122,9 @@ std::size_t columns(const std::string& text) {
   return std::count_if(text.begin(), text.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; });
 }
 
-std::string aligned_table(const std::vector<Row>& rows) {
+std::string aligned_table(std::vector<Row> rows) {
+  for (auto& row : rows)
+    for (auto& cell : row) cell = shown(cell);
   std::vector<std::size_t> widths;
   for (const auto& row : rows)
     for (std::size_t i = 0; i < row.size(); ++i) {
@@ -127,10 +150,12 @@ Row comparison_row(const Comparison& c) {
           format_value(c, c.current), percent(c.change), interval_label(c), noise_label(c), runs_label(c)};
 }
 
+// One line, with the pipes that would end the cell escaped, and the backslashes, so that a text
+// ending in one does not escape the cell's own pipe.
 std::string markdown_cell(const std::string& text) {
   std::string escaped;
-  for (char ch : text) {
-    if (ch == '|') escaped.push_back('\\');
+  for (char ch : markdown_inline(text)) {
+    if (ch == '|' || ch == '\\') escaped.push_back('\\');
     escaped.push_back(ch);
   }
   return escaped;
@@ -194,10 +219,10 @@ std::string text_lists(const Report& r) {
       not_ok_rows.push_back({s.key.label(), status_label(s), s.newly_failing() ? "NEWLY FAILING" : "", s.message});
   if (!not_ok_rows.empty()) lists += "not ok:\n" + aligned_table(not_ok_rows);
   if (r.skipped_in_both() > 0) lists += fmt::format("skipped in both runs: {} cases\n", r.skipped_in_both());
-  if (!r.added.empty()) lists += fmt::format("added ({}): {}\n", r.added.size(), keys_line(r.added));
-  if (!r.missing.empty()) lists += fmt::format("missing ({}): {}\n", r.missing.size(), keys_line(r.missing));
+  if (!r.added.empty()) lists += fmt::format("added ({}): {}\n", r.added.size(), keys_line(r.added, shown));
+  if (!r.missing.empty()) lists += fmt::format("missing ({}): {}\n", r.missing.size(), keys_line(r.missing, shown));
   if (!r.ignored_files.empty())
-    lists += fmt::format("ignored (not mpbench results): {}\n", fmt::join(r.ignored_files, ", "));
+    lists += fmt::format("ignored (not mpbench results): {}\n", fmt::join(cleaned(r.ignored_files, shown), ", "));
   return lists;
 }
 
@@ -221,28 +246,37 @@ std::string figure_label(const Comparison& c) {
 
 std::string noisy_summary(const Report& r) {
   std::vector<int> settle;
-  std::size_t unsettled = 0;
-  for (const auto& c : r.comparisons)
-    if (c.verdict == Verdict::noisy) {
-      if (c.runs_to_settle) settle.push_back(*c.runs_to_settle);
-      else ++unsettled;
-    }
-  const std::size_t noisy = settle.size() + unsettled;
+  std::size_t unsettled = 0, longer = 0;
+  for (const auto& c : r.comparisons) {
+    if (c.verdict != Verdict::noisy) continue;
+    if (c.needs_longer_runs) ++longer;
+    else if (c.runs_to_settle) settle.push_back(*c.runs_to_settle);
+    else ++unsettled;
+  }
+  const std::size_t noisy = settle.size() + unsettled + longer;
   if (noisy == 0) return "";
-  const std::string head = fmt::format("{} noisy case{} (inconclusive; never a failure)", noisy, noisy == 1 ? "" : "s");
-  if (settle.empty())
-    return fmt::format("{}: not even {} runs per side would settle them", head, kMostRunsToSuggest);
-  const int most = *std::max_element(settle.begin(), settle.end());
-  if (unsettled == 0) return fmt::format("{}: {} runs per side would settle them", head, most);
-  return fmt::format("{}: {} runs per side would settle {} of them, the other {} not even {}", head, most,
-                     settle.size(), unsettled, kMostRunsToSuggest);
+  std::vector<std::string> parts;
+  if (!settle.empty()) {
+    const int most = *std::max_element(settle.begin(), settle.end());
+    parts.push_back(settle.size() == noisy ? fmt::format("{} runs per side would settle them", most)
+                                           : fmt::format("{} runs per side would settle {}", most, settle.size()));
+  }
+  if (unsettled > 0)
+    parts.push_back(unsettled == noisy ? fmt::format("not even {} runs per side would settle them", kMostRunsToSuggest)
+                                       : fmt::format("{} not even {} runs per side", unsettled, kMostRunsToSuggest));
+  if (longer > 0)
+    parts.push_back(fmt::format("{} stopped before their noise target in most runs of a side, and their own spread "
+                                "leaves the verdict open: longer runs (--timeout) or a quieter machine would settle {}",
+                                longer, longer == 1 ? "it" : "them"));
+  return fmt::format("{} noisy case{} (inconclusive; never a failure): {}", noisy, noisy == 1 ? "" : "s",
+                     fmt::join(parts, "; "));
 }
 
 std::string render_text(const Report& r) {
   std::vector<std::string> blocks;  // separated by blank lines
   blocks.push_back(fmt::format("mpbench compare\n  base: {}\n  new:  {}\n  {}\n",
-                               side_line(r.base_sources, r.base_machine),
-                               side_line(r.current_sources, r.current_machine),
+                               side_line(r.base_sources, r.base_machine, shown),
+                               side_line(r.current_sources, r.current_machine, shown),
                                fmt::join(what_is_compared(r.options), "\n  ")));
   blocks.push_back(text_environment(r));
   if (!r.comparisons.empty()) {
@@ -263,8 +297,9 @@ std::string render_markdown(const Report& r) {
   out += fmt::format("{}.\n\n", summary_line(r));
   if (r.nothing_compared()) out += fmt::format("Nothing compared: {}.\n\n", r.why_nothing_compared());
   if (const auto noisy = noisy_summary(r); !noisy.empty()) out += noisy + ".\n\n";
-  out += fmt::format("Base: {} · new: {} · {}.\n\n", side_line(r.base_sources, r.base_machine),
-                     side_line(r.current_sources, r.current_machine), fmt::join(what_is_compared(r.options), "; "));
+  out += fmt::format("Base: {} · new: {} · {}.\n\n", side_line(r.base_sources, r.base_machine, markdown_inline),
+                     side_line(r.current_sources, r.current_machine, markdown_inline),
+                     fmt::join(what_is_compared(r.options), "; "));
   if (!r.comparisons.empty()) {
     std::vector<Row> rows;
     for (const auto& c : r.comparisons) {
@@ -282,8 +317,8 @@ std::string render_markdown(const Report& r) {
       not_ok_rows.push_back({s.key.label(), status_label(s) + (s.newly_failing() ? " (newly failing)" : ""), s.message});
   if (!not_ok_rows.empty()) out += "#### Not ok\n\n" + markdown_table({"case", "status", "message"}, not_ok_rows) + "\n";
   if (r.skipped_in_both() > 0) out += fmt::format("Skipped in both runs: {} cases.\n\n", r.skipped_in_both());
-  if (!r.added.empty()) out += fmt::format("**Added ({}):** {}\n\n", r.added.size(), keys_line(r.added));
-  if (!r.missing.empty()) out += fmt::format("**Missing ({}):** {}\n\n", r.missing.size(), keys_line(r.missing));
+  if (!r.added.empty()) out += fmt::format("**Added ({}):** {}\n\n", r.added.size(), keys_line(r.added, markdown_inline));
+  if (!r.missing.empty()) out += fmt::format("**Missing ({}):** {}\n\n", r.missing.size(), keys_line(r.missing, markdown_inline));
   if (!r.environment.empty()) {
     std::vector<Row> rows;
     for (const auto& f : r.environment)
@@ -315,6 +350,8 @@ nlohmann::json comparison_json(const Comparison& c) {
             {"p_value", c.p_value ? nlohmann::json(*c.p_value) : nlohmann::json()},
             {"runs", {{"base", c.base_runs}, {"new", c.current_runs}}},
             {"unconverged_runs", c.unconverged_runs},
+            {"short_of_noise_target", c.short_of_noise_target},
+            {"needs_longer_runs", c.needs_longer_runs},
             {"verdict", verdict_name(c.verdict)},
             {"runs_to_settle", c.runs_to_settle ? nlohmann::json(*c.runs_to_settle) : nlohmann::json()},
             {"param_changes", c.param_changes}});

@@ -17,17 +17,25 @@ namespace {
 
 // One case in one run.
 struct CaseInRun {
-  const ResultDocument* document;
+  const CaseIndex* run;
   const CaseResult* result;
 };
 
+// Each run's index, built once: every figure looks its partners up in it.
+std::vector<CaseIndex> indexes_of(const Side& side) {
+  std::vector<CaseIndex> indexes;
+  indexes.reserve(side.runs.size());
+  for (const auto& run : side.runs) indexes.emplace_back(run.document);
+  return indexes;
+}
+
 // Each case's runs on the side, in run order (a document holding a case twice counts once).
-std::map<CaseKey, std::vector<CaseInRun>> runs_by_case(const Side& side) {
+std::map<CaseKey, std::vector<CaseInRun>> runs_by_case(const Side& side, const std::vector<CaseIndex>& indexes) {
   std::map<CaseKey, std::vector<CaseInRun>> out;
-  for (const auto& run : side.runs)
-    for (const auto& c : run.document.cases) {
+  for (std::size_t i = 0; i < side.runs.size(); ++i)
+    for (const auto& c : side.runs[i].document.cases) {
       auto& runs = out[key_of(c)];
-      if (runs.empty() || runs.back().document != &run.document) runs.push_back({&run.document, &c});
+      if (runs.empty() || runs.back().run != &indexes[i]) runs.push_back({&indexes[i], &c});
     }
   return out;
 }
@@ -46,7 +54,7 @@ const CaseResult& worst(const std::vector<CaseInRun>& runs) {
 std::vector<RunFigure> figures(const std::vector<CaseInRun>& runs, Metric metric, const std::string& baseline) {
   std::vector<RunFigure> out;
   for (const auto& run : runs) {
-    auto f = run_figure(*run.document, *run.result, metric, baseline);
+    auto f = run_figure(*run.run, *run.result, metric, baseline);
     if (!f) return {};
     out.push_back(std::move(*f));
   }
@@ -153,7 +161,8 @@ Report compare(const Side& base, const Side& current, const Options& options) {
   report.ignored_files = base.ignored_files;
   report.ignored_files.insert(report.ignored_files.end(), current.ignored_files.begin(), current.ignored_files.end());
 
-  const auto base_runs = runs_by_case(base), current_runs = runs_by_case(current);
+  const auto base_indexes = indexes_of(base), current_indexes = indexes_of(current);
+  const auto base_runs = runs_by_case(base, base_indexes), current_runs = runs_by_case(current, current_indexes);
   for (const auto& [key, b] : base_runs) {
     const auto found = current_runs.find(key);
     if (found == current_runs.end()) {

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
+#include <unordered_map>
 
 #include "core/error.hpp"
 
@@ -96,6 +98,33 @@ void check_one_machine(const Side& side) {
                                    machine_of(run.document)));
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code error;  // an in-memory run's source names no file
+  return std::filesystem::equivalent(a, b, error);
+}
+
+// A run given twice (the same file, through two paths or a folder and a file in it, or a copy of
+// it) would count as two repetitions that agree perfectly, and narrow the interval on nothing.
+void check_each_run_once(const Side& side) {
+  std::unordered_multimap<std::size_t, std::size_t> seen;  // hash of a document's JSON -> its run
+  for (std::size_t i = 0; i < side.runs.size(); ++i) {
+    const Run& run = side.runs[i];
+    const auto json = run.document.to_json();
+    const std::size_t hash = std::hash<std::string>{}(json.dump());
+    const auto [begin, end] = seen.equal_range(hash);
+    for (auto it = begin; it != end; ++it) {
+      const Run& earlier = side.runs[it->second];
+      if (earlier.document.to_json() != json) continue;
+      throw UsageError(fmt::format("{}: '{}' and '{}' {}: a run given twice would count as two agreeing "
+                                   "repetitions; give each run once",
+                                   side.name, printable(earlier.source), printable(run.source),
+                                   same_file(earlier.source, run.source) ? "are the same file"
+                                                                         : "hold the same run (identical documents)"));
+    }
+    seen.emplace(hash, i);
+  }
+}
+
 }  // namespace
 
 std::string machine_of(const ResultDocument& doc) { return ran_on_gpu(doc) ? gpu_machine(doc) : cpu_machine(doc); }
@@ -128,6 +157,7 @@ std::set<CaseKey> Side::case_keys() const {
 Side make_side(std::string name, std::vector<Run> runs, std::vector<std::string> ignored_files) {
   Side side{std::move(name), std::move(runs), std::move(ignored_files)};
   if (side.runs.empty()) throw UsageError(fmt::format("{}: no result document given", side.name));
+  check_each_run_once(side);
   check_one_selection(side);
   check_one_machine(side);
   return side;

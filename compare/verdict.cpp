@@ -1,5 +1,6 @@
 #include "compare/verdict.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -86,6 +87,28 @@ std::size_t unconverged(const std::vector<RunFigure>& figures) {
   return n;
 }
 
+bool mostly_unconverged(const std::vector<RunFigure>& figures) { return 2 * unconverged(figures) > figures.size(); }
+
+// The typical own spread of one run of the side: the root mean square of its runs' spreads.
+double own_spread(const std::vector<RunFigure>& figures) {
+  double squares = 0;
+  for (const auto& f : figures) squares += f.spread * f.spread;
+  return std::sqrt(squares / static_cast<double>(figures.size()));
+}
+
+// The band of the runs' own spreads around the estimate, as one run per side has it: a run that
+// stopped before its noise target may have missed its fastest time by about its spread, and the
+// runs' agreement cannot vouch for runs that did not settle. The interval widens to cover it.
+// Returns whether that band alone leaves the verdict open (reaches across an edge of `band`).
+bool cover_own_spread(Evidence& e, const std::vector<RunFigure>& base, const std::vector<RunFigure>& current,
+                      const NoChangeBand& band) {
+  const double own = std::hypot(own_spread(base), own_spread(current));
+  const double low = e.estimate - own, high = e.estimate + own;
+  e.low = std::min(e.low, low);
+  e.high = std::max(e.high, high);
+  return !(low > band.high || high < band.low || band.contains(low, high));
+}
+
 }  // namespace
 
 Comparison judge(Comparison c, const std::vector<RunFigure>& base, const std::vector<RunFigure>& current,
@@ -97,13 +120,16 @@ Comparison judge(Comparison c, const std::vector<RunFigure>& base, const std::ve
   c.base = geometric_mean(values_of(base));
   c.current = geometric_mean(values_of(current));
   c.change = c.current / c.base - 1;
-  const Evidence e = base.size() + current.size() > 2 ? between_runs(c, base, current, options)
+  Evidence e = base.size() + current.size() > 2 ? between_runs(c, base, current, options)
                                                       : within_one_run(c, base.front(), current.front(), options);
+  const auto band = NoChangeBand::of(options.threshold);
+  c.short_of_noise_target = mostly_unconverged(base) || mostly_unconverged(current);
+  const bool own_spread_open = c.short_of_noise_target && cover_own_spread(e, base, current, band);
   c.change_low = std::expm1(e.low);
   c.change_high = std::expm1(e.high);
-  const auto band = NoChangeBand::of(options.threshold);
   c.verdict = verdict_of(c, e, band);
-  if (c.verdict == Verdict::noisy)
+  c.needs_longer_runs = c.verdict == Verdict::noisy && own_spread_open;
+  if (c.verdict == Verdict::noisy && !c.needs_longer_runs)
     c.runs_to_settle = runs_to_settle(e.estimate, e.run_spread, band, options.alpha, kMostRunsToSuggest);
   return c;
 }

@@ -4,13 +4,18 @@
 //                         change is larger than T with (1 - alpha) confidence;
 //   same:                 the whole interval lies within +-T;
 //   noisy:                the interval reaches across +-T (the runs disagree, or one run's own
-//                         spread is too wide): it never fails CI, and `runs_to_settle` says how
-//                         many runs would decide it.
+//                         spread is too wide, or most runs of a side did not converge and their
+//                         own spread leaves the verdict open): it never fails CI, and
+//                         `runs_to_settle` says how many runs would decide it.
 // A change smaller than T is no regression, so what is tested is "beyond T", not "not zero": a
 // real 2% drift between runs then raises no more alarms than no drift at all.
 // With several runs on a side the interval comes from the spread between runs (Student's t on
 // the log of each run's figure); with one run per side only that run's samples can speak: a
 // Mann-Whitney U test on the times when it can reach --alpha, and the band of both runs' spreads.
+// Where most runs of either side stopped before their noise target, their fastest samples come
+// from measurements that did not settle, and runs that happen to agree do not show it: the
+// interval then also covers the band of the runs' own spreads (as with one run per side), so a
+// verdict needs both the runs' agreement and their own spread on its side.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +47,8 @@ struct Comparison {
   std::optional<double> p_value;  // rank test
   std::size_t base_runs = 1, current_runs = 1;
   std::size_t unconverged_runs = 0;  // runs, both sides, that stopped before their noise target
+  bool short_of_noise_target = false;  // most runs of a side unconverged: the interval covers their own spread
+  bool needs_longer_runs = false;      // noisy because of that own spread: more runs of the same length would not settle it
   Verdict verdict = Verdict::same;
   std::optional<int> runs_to_settle;  // noisy: runs per side that would decide, up to kMostRunsToSuggest
   // The case's params that differ between the sides, e.g. `attention: unfused -> fused`: what

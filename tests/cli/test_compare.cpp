@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "compare/report.hpp"
 #include "core/error.hpp"
+#include "run_mpbench.hpp"
 
 #ifndef MPBENCH_COMPARE_FIXTURES
 #define MPBENCH_COMPARE_FIXTURES "tests/cli/fixtures"
@@ -39,14 +41,14 @@ int run_cli(std::vector<std::string> args, std::string* output = nullptr, std::s
   args.insert(args.begin(), {"mpbench", "compare"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const UsageError& e) {
     exit_code = 2;
     if (error) *error = e.what();
   }
-  const std::string captured = testing::internal::GetCapturedStdout();
+  const std::string captured = ::testing::internal::GetCapturedStdout();
   if (output) *output = captured;
   return exit_code;
 }
@@ -181,6 +183,25 @@ TEST(CompareCommand, BadSidesAreOneLineErrors) {
   std::filesystem::remove_all(empty);
 }
 
+TEST(CompareCommand, ARunGivenTwiceOnASideIsAOneLineError) {
+  std::string error;
+  EXPECT_EQ(run_cli({"--base", fixture("gemm_base.json"), fixture("gemm_base.json"), "--new", fixture("gemm_regressed.json")},
+                    nullptr, &error),
+            2);
+  EXPECT_NE(error.find("base: '" + fixture("gemm_base.json") + "' and '" + fixture("gemm_base.json") +
+                       "' are the same file"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+
+  const auto folder = runs_folder("with_copy", {1.0, 1.01});
+  std::filesystem::copy_file(folder / "run0.json", folder / "run0-copy.json");
+  EXPECT_EQ(run_cli({fixture("gemm_base.json"), folder.string()}, nullptr, &error), 2);
+  EXPECT_NE(error.find("new: '"), std::string::npos) << error;
+  EXPECT_NE(error.find("hold the same run (identical documents)"), std::string::npos) << error;
+  std::filesystem::remove_all(folder);
+}
+
 TEST(CompareCommand, ThresholdAboveTheChangeLetsItPass) {
   EXPECT_EQ(run_cli({fixture("gemm_base.json"), fixture("gemm_regressed.json"), "--threshold", "25%"}),
             kExitNoRegression);
@@ -221,6 +242,72 @@ TEST(CompareCommand, OutWritesTheRequestedFormatToAFile) {
   EXPECT_NE(written.find("### mpbench compare: no regression"), std::string::npos) << written;
   EXPECT_NE(out.find("result: no regression"), std::string::npos) << out;
   std::filesystem::remove(path);
+}
+
+TEST(CompareCommand, AnEmptyOutIsRefusedNotTakenForStdout) {
+  std::string out, error;
+  EXPECT_EQ(run_cli({fixture("gemm_base.json"), fixture("gemm_regressed.json"), "--out", ""}, &out, &error), 2);
+  EXPECT_NE(error.find("--out '' names no file"), std::string::npos) << error;
+  EXPECT_EQ(out, "") << "refused before anything is printed";
+}
+
+// Runs `script` as root of its own user and mount namespace, where it may mount a tmpfs without
+// being root: an exit status, or nothing where this machine gives no such namespace.
+std::optional<int> in_own_namespace(const std::string& script) {
+  const std::string command =
+      "unshare --user --map-root-user --mount sh -c " + mpbench::testing::shell_quote(script) + " 2>/dev/null";
+  const int raw = std::system(command.c_str());
+  if (!WIFEXITED(raw) || WEXITSTATUS(raw) == 77) return std::nullopt;
+  return WEXITSTATUS(raw);
+}
+
+// `mpbench compare` with its --out on a full file system: a 4 KiB tmpfs, filled up.
+struct FullDiskRun {
+  int status = -1;
+  std::string out, err;
+};
+std::optional<FullDiskRun> compare_onto_full_disk(const std::filesystem::path& folder, const std::filesystem::path& tmpdir) {
+  using mpbench::testing::shell_quote;
+  const auto full = folder / "full", out = folder / "stdout.txt", err = folder / "stderr.txt";
+  std::filesystem::create_directories(full);
+  const std::string mount = "mount -t tmpfs -o size=4k tmpfs " + shell_quote(full.string()) + " || exit 77; ";
+  if (in_own_namespace(mount + "exit 0") != 0) return std::nullopt;
+  const auto status = in_own_namespace(
+      mount + "head -c 1048576 /dev/zero > " + shell_quote((full / "fill").string()) + " 2>/dev/null; TMPDIR=" +
+      shell_quote(tmpdir.string()) + " exec " + shell_quote(mpbench::testing::mpbench_binary()) + " compare " +
+      shell_quote(fixture("gemm_base.json")) + " " + shell_quote(fixture("gemm_regressed.json")) +
+      " --format markdown --out " + shell_quote((full / "compare.md").string()) + " >" + shell_quote(out.string()) +
+      " 2>" + shell_quote(err.string()));
+  if (!status) return std::nullopt;
+  return FullDiskRun{*status, mpbench::testing::read_all(out), mpbench::testing::read_all(err)};
+}
+
+TEST(CompareCommand, AReportThatCannotBeWrittenIsKeptElsewhereAndSaidSo) {
+  const auto folder = scratch_path("full_disk"), keep = folder / "keep";
+  std::filesystem::create_directories(keep);
+  const auto run = compare_onto_full_disk(folder, keep);
+  if (!run) {
+    std::filesystem::remove_all(folder);
+    GTEST_SKIP() << "no user and mount namespace here to mount a small tmpfs in";
+  }
+  EXPECT_EQ(run->status, 2) << run->err;
+  EXPECT_NE(run->out.find("result: REGRESSED"), std::string::npos) << "the text is printed first\n" << run->out;
+  EXPECT_EQ(mpbench::testing::count_lines(run->err), 1) << run->err;
+  EXPECT_NE(run->err.find("compare.md' failed (disk full?)"), std::string::npos) << run->err;
+  const std::string said = "the report is kept in ";
+  const auto at = run->err.find(said);
+  ASSERT_NE(at, std::string::npos) << run->err;
+  const std::filesystem::path kept = run->err.substr(at + said.size(), run->err.find('\n', at) - at - said.size());
+  EXPECT_EQ(kept.parent_path(), keep);
+  EXPECT_EQ(kept.extension(), ".md");
+  EXPECT_NE(mpbench::testing::read_all(kept).find("### mpbench compare: regression"), std::string::npos);
+
+  const auto nowhere = compare_onto_full_disk(folder, folder / "full");  // the temporary folder is full too
+  ASSERT_TRUE(nowhere.has_value());
+  EXPECT_EQ(nowhere->status, 2);
+  EXPECT_NE(nowhere->err.find("nor could the report be kept in the temporary folder"), std::string::npos) << nowhere->err;
+  EXPECT_NE(nowhere->out.find("result: REGRESSED"), std::string::npos) << nowhere->out;
+  std::filesystem::remove_all(folder);
 }
 
 }  // namespace

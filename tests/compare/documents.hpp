@@ -73,7 +73,11 @@ inline ResultDocument gemm_run(double bf16_seconds, double relative_spread = 0.0
 // One side of runs named side0.json, side1.json, ...
 inline Side side_of(const std::string& name, const std::vector<ResultDocument>& documents) {
   std::vector<Run> runs;
-  for (std::size_t i = 0; i < documents.size(); ++i) runs.push_back({name + std::to_string(i) + ".json", documents[i]});
+  for (std::size_t i = 0; i < documents.size(); ++i) {
+    runs.push_back({name + std::to_string(i) + ".json", documents[i]});
+    // Repeated runs start at different times, so runs of identical figures are still distinct runs.
+    runs.back().document.created += " + " + std::to_string(i) + " min";
+  }
   return make_side(name, std::move(runs));
 }
 

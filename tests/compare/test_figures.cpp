@@ -32,14 +32,14 @@ ResultDocument cast_run(double cast_pct, double cast_spread = 0.03, double copy_
 
 TEST(TrackedFigures, ACastIsTrackedByItsShareOfTheCopyOfTheSameRun) {
   const auto doc = cast_run(62.5);
-  const auto f = run_figure(doc, doc.cases[1], Metric::pct_of_copy, "fp32");
+  const auto f = run_figure(CaseIndex(doc), doc.cases[1], Metric::pct_of_copy, "fp32");
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->reference, "copy/n=16 fp32");
   EXPECT_NEAR(f->spread, 0.05, 1e-12) << "the cast's 3% and the copy's 4% combined";
-  EXPECT_FALSE(run_figure(doc, doc.cases[1], Metric::speedup, "fp32").has_value()) << "no fp32 f32_to_bf16";
+  EXPECT_FALSE(run_figure(CaseIndex(doc), doc.cases[1], Metric::speedup, "fp32").has_value()) << "no fp32 f32_to_bf16";
   // Both times spread alike: their fastest samples keep the recorded share.
   const auto alike = cast_run(62.5, 0.03, 0.03);
-  EXPECT_NEAR(run_figure(alike, alike.cases[1], Metric::pct_of_copy, "fp32")->value, 62.5, 1e-9);
+  EXPECT_NEAR(run_figure(CaseIndex(alike), alike.cases[1], Metric::pct_of_copy, "fp32")->value, 62.5, 1e-9);
 }
 
 TEST(TrackedFigures, FiguresComeFromTheFastestSamples) {
@@ -47,20 +47,20 @@ TEST(TrackedFigures, FiguresComeFromTheFastestSamples) {
   auto doc = gemm_run(1e-3, 0.01, 2e-3);
   doc.cases[1].seconds = Statistics::of({0.6e-3, 1e-3, 1e-3, 1e-3, 1.4e-3});
   doc.cases[0].seconds = Statistics::of({2e-3, 2e-3, 2e-3});
-  EXPECT_NEAR(run_figure(doc, doc.cases[1], Metric::speedup, "fp32")->value, 2e-3 / 0.6e-3, 1e-12);
-  EXPECT_DOUBLE_EQ(run_figure(doc, doc.cases[1], Metric::seconds, "fp32")->value, 0.6e-3);
+  EXPECT_NEAR(run_figure(CaseIndex(doc), doc.cases[1], Metric::speedup, "fp32")->value, 2e-3 / 0.6e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(run_figure(CaseIndex(doc), doc.cases[1], Metric::seconds, "fp32")->value, 0.6e-3);
   // A share of the copy: the cast's fastest sample is 0.8 of its median, the copy's 0.9 of its
   // own, so the share of the fastest samples is 50% / 0.8 * 0.9 = 56.25%.
   auto casts = cast_run(50.0);
   casts.cases[1].seconds = Statistics::of({0.8e-3, 1e-3, 1.2e-3});
   casts.cases[0].seconds = Statistics::of({0.9e-3, 1e-3, 1.1e-3});
-  EXPECT_NEAR(run_figure(casts, casts.cases[1], Metric::pct_of_copy, "fp32")->value, 56.25, 1e-9);
+  EXPECT_NEAR(run_figure(CaseIndex(casts), casts.cases[1], Metric::pct_of_copy, "fp32")->value, 56.25, 1e-9);
 }
 
 TEST(TrackedFigures, TheCopyItselfIsTrackedByItsTime) {
   const auto doc = cast_run(62.5);
-  EXPECT_FALSE(run_figure(doc, doc.cases[0], Metric::pct_of_copy, "fp32").has_value());
-  const auto f = run_figure(doc, doc.cases[0], Metric::seconds, "fp32");
+  EXPECT_FALSE(run_figure(CaseIndex(doc), doc.cases[0], Metric::pct_of_copy, "fp32").has_value());
+  const auto f = run_figure(CaseIndex(doc), doc.cases[0], Metric::seconds, "fp32");
   ASSERT_TRUE(f.has_value());
   EXPECT_DOUBLE_EQ(f->value, doc.cases[0].seconds->min);
   EXPECT_EQ(f->samples.size(), 9u);
@@ -69,20 +69,20 @@ TEST(TrackedFigures, TheCopyItselfIsTrackedByItsTime) {
 TEST(TrackedFigures, OlderDocumentsWithoutACopyReferenceTakeTheCaseAt100PercentForTheCopy) {
   auto doc = cast_run(62.5);
   for (auto& c : doc.cases) c.details.erase("copy_reference");
-  EXPECT_FALSE(run_figure(doc, doc.cases[0], Metric::pct_of_copy, "fp32").has_value());
-  const auto f = run_figure(doc, doc.cases[1], Metric::pct_of_copy, "fp32");
+  EXPECT_FALSE(run_figure(CaseIndex(doc), doc.cases[0], Metric::pct_of_copy, "fp32").has_value());
+  const auto f = run_figure(CaseIndex(doc), doc.cases[1], Metric::pct_of_copy, "fp32");
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->reference, "the run's copy");
 }
 
 TEST(TrackedFigures, ASpeedupCombinesBothTimesSpreads) {
   const auto doc = gemm_run(1e-4, 0.03);
-  const auto f = run_figure(doc, doc.cases[1], Metric::speedup, "fp32");
+  const auto f = run_figure(CaseIndex(doc), doc.cases[1], Metric::speedup, "fp32");
   ASSERT_TRUE(f.has_value());
   EXPECT_NEAR(f->value, 10.0, 1e-9);
   EXPECT_NEAR(f->spread, 0.03 * std::sqrt(2.0), 1e-12);
   EXPECT_EQ(f->reference, "fp32");
-  EXPECT_FALSE(run_figure(doc, doc.cases[0], Metric::speedup, "fp32").has_value()) << "fp32 over itself";
+  EXPECT_FALSE(run_figure(CaseIndex(doc), doc.cases[0], Metric::speedup, "fp32").has_value()) << "fp32 over itself";
 }
 
 TEST(TrackedFigures, EveryCaseOfEverySuiteIsCompared) {

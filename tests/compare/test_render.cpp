@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "core/error.hpp"
 #include "documents.hpp"
 
@@ -77,6 +79,70 @@ TEST(RenderMarkdown, EscapesPipesInCaseNames) {
                              timed_case("a|b", "bf16", samples_around(1e-4, 0.01))});
   const auto markdown = render_markdown(compare(side_of("base", {run}), side_of("new", {run}), {}));
   EXPECT_NE(markdown.find("| gemm/a\\|b/cuda/bf16 |"), std::string::npos) << markdown;
+}
+
+// Free-form fields a document can carry: an escape sequence that clears the screen, a newline, a
+// pipe, a backslash at the end, a right-to-left override, C1's CSI, a bidi isolate.
+const std::string kHostileName = "sq\x1b[2J\nuare|\xe2\x80\xae" "evil\\";
+const std::string kHostileMessage = "boom\r\nline2 \xc2\x9b" "31m | done";
+
+// A GEMM case named kHostileName on both sides, a failed case with kHostileMessage, a case only in
+// the base, and CPU models with a bidi isolate and an OSC title sequence.
+Report hostile_report() {
+  auto run = [](const std::string& model, bool with_missing) {
+    std::vector<CaseResult> cases{timed_case(kHostileName, "fp32", samples_around(1e-3, 0.01)),
+                                  timed_case(kHostileName, "bf16", samples_around(1e-4, 0.01)),
+                                  failed_case("fails\x1b[0m", "fp32", CaseStatus::error, kHostileMessage)};
+    if (with_missing) cases.push_back(timed_case("gone\xe2\x81\xa6x\xe2\x81\xa9", "fp32", samples_around(1e-3, 0.01)));
+    auto doc = document(std::move(cases));
+    doc.env["cpu"]["model"] = model;
+    return doc;
+  };
+  return compare(side_of("base", {run("Xeon\xe2\x81\xa6rtl\xe2\x81\xa9 \xc2\xb1", true)}),
+                 side_of("new", {run("Xeon\x1b]0;title\x07", false)}), {});
+}
+
+// No byte of a control that acts on a terminal or on the text's direction is left as it was.
+void expect_no_controls(const std::string& out) {
+  for (const std::string control : {"\x1b", "\nuare", "\r", "\x07", "\xe2\x80\xae", "\xc2\x9b", "\xe2\x81\xa6"})
+    EXPECT_EQ(out.find(control), std::string::npos) << printable(control) << " in\n" << out;
+}
+
+TEST(RenderText, ControlCharactersInFreeFormFieldsAreEscaped) {
+  const auto text = render_text(hostile_report());
+  expect_no_controls(text);
+  EXPECT_NE(text.find("gemm/sq\\x1b[2J\\x0auare|\\xe2\\x80\\xaeevil\\/cuda/bf16"), std::string::npos) << text;
+  EXPECT_NE(text.find("boom\\x0d\\x0aline2 \\xc2\\x9b31m | done"), std::string::npos) << text;
+  EXPECT_NE(text.find("Xeon\\xe2\\x81\\xa6rtl\\xe2\\x81\\xa9 ±"), std::string::npos) << "other Unicode stays\n" << text;
+  EXPECT_NE(text.find("Xeon\\x1b]0;title\\x07"), std::string::npos) << text;
+  EXPECT_NE(text.find("missing (1): gemm/gone\\xe2\\x81\\xa6x\\xe2\\x81\\xa9/cuda/fp32"), std::string::npos) << text;
+}
+
+// The cells of a markdown table row: split at the pipes no backslash escapes.
+std::size_t markdown_cells(const std::string& row) {
+  std::size_t pipes = 0;
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    if (row[i] == '\\') ++i;
+    else if (row[i] == '|') ++pipes;
+  }
+  return pipes - 1;
+}
+
+TEST(RenderMarkdown, FreeFormFieldsStayInTheirCellOnOneLine) {
+  const auto md = render_markdown(hostile_report());
+  expect_no_controls(md);
+  std::size_t rows = 0;
+  std::string line, header;
+  for (std::istringstream in(md); std::getline(in, line);) {
+    if (line.empty() || line[0] != '|') continue;
+    if (line.rfind("| verdict |", 0) == 0 || line.rfind("| case |", 0) == 0 || line.rfind("|  | base |", 0) == 0)
+      header = line;
+    EXPECT_EQ(markdown_cells(line), markdown_cells(header)) << line;
+    ++rows;
+  }
+  EXPECT_GT(rows, 6u) << md;
+  EXPECT_NE(md.find("| gemm/sq\\\\x1b[2J uare\\|\\\\xe2\\\\x80\\\\xaeevil\\\\/cuda/bf16 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("boom  line2 \\\\xc2\\\\x9b31m \\| done |"), std::string::npos) << "newlines become spaces\n" << md;
 }
 
 TEST(RenderText, SaysWhatEachTrackedFigureIsAndWhereTheRunsCameFrom) {

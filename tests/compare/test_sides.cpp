@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 #include "documents.hpp"
 
@@ -34,6 +36,14 @@ ResultDocument cpu_run(const std::string& model, bool bf16, const std::string& c
   doc.run = {{"suites", {"gemm"}}, {"device", "cpu"}, {"cpu_isa", cpu_isa}};
   doc.env["cpu"] = {{"model", model}, {"flags", {{"avx2", true}, {"avx512_bf16", bf16}, {"amx_tile", false}}}};
   return doc;
+}
+
+// `from` as if run again a second later: another run of the same command.
+void write_another_run_of(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::ifstream in(from);
+  auto j = nlohmann::json::parse(in);
+  j["created"] = j.value("created", "") + "+1s";
+  std::ofstream(to) << j.dump(1);
 }
 
 std::string usage_error_of(const std::function<void()>& f) {
@@ -84,6 +94,16 @@ TEST(Sides, DocumentsOfDifferentMachinesAreRejected) {
   EXPECT_THROW(side_of("base", {gemm_run(1e-4), other_cuda}), UsageError);
 }
 
+TEST(Sides, ARunGivenTwiceOnASideIsRefused) {
+  const auto run = gemm_run(1e-4);
+  const auto message = usage_error_of([&] { make_side("base", {{"a.json", run}, {"b.json", gemm_run(1.1e-4)}, {"c.json", run}}); });
+  EXPECT_NE(message.find("base: 'a.json' and 'c.json' hold the same run"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << "one line";
+  auto later = run;
+  later.created = "2026-12-02T10:01:00Z";
+  EXPECT_NO_THROW(make_side("base", {{"a.json", run}, {"b.json", later}})) << "the same figures at another time";
+}
+
 TEST(Sides, TooFewRunsAreRejectedWhenMoreAreAskedFor) {
   const auto side = side_of("new", {gemm_run(1e-4)});
   EXPECT_NO_THROW(require_runs(side, 1));
@@ -99,12 +119,27 @@ TEST(SidesOnDisk, AFolderOfTwoSuitesIsRejectedAndOtherJsonIgnored) {
 TEST(SidesOnDisk, FilesAndFoldersTogetherMakeOneSide) {
   const auto folder = scratch_path("runs");
   std::filesystem::create_directories(folder);
-  std::filesystem::copy_file(kFixtures / "gemm_base.json", folder / "run1.json");
+  write_another_run_of(kFixtures / "gemm_base.json", folder / "run1.json");
   std::filesystem::copy_file(kFixtures / "folder_of_two_suites" / "gbench_gemm.json", folder / "gbench.json");
   const auto side = load_side("base", {kFixtures / "gemm_base.json", folder});
   EXPECT_EQ(side.runs.size(), 2u);
   ASSERT_EQ(side.ignored_files.size(), 1u);
   EXPECT_NE(side.ignored_files[0].find("gbench.json"), std::string::npos);
+  std::filesystem::remove_all(folder);
+}
+
+TEST(SidesOnDisk, TheSameFileTwiceOrACopyOfItIsRefused) {
+  const auto folder = scratch_path("twice");
+  std::filesystem::create_directories(folder);
+  std::filesystem::copy_file(kFixtures / "gemm_base.json", folder / "run0.json");
+  const auto twice = usage_error_of([&] { load_side("base", {folder / "run0.json", folder / "run0.json"}); });
+  EXPECT_NE(twice.find("are the same file"), std::string::npos) << twice;
+  const auto through_folder = usage_error_of([&] { load_side("base", {folder, folder / "." / "run0.json"}); });
+  EXPECT_NE(through_folder.find("are the same file"), std::string::npos) << through_folder;
+  std::filesystem::copy_file(kFixtures / "gemm_base.json", folder / "run1.json");
+  const auto copy = usage_error_of([&] { load_side("new", {folder}); });
+  EXPECT_NE(copy.find("new: '"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("run1.json' hold the same run (identical documents)"), std::string::npos) << copy;
   std::filesystem::remove_all(folder);
 }
 

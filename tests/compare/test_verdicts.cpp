@@ -253,6 +253,68 @@ TEST(SeveralRuns, RunsShortOfTheirNoiseTargetAreCounted) {
   EXPECT_EQ(find(r, Metric::seconds, "fp32").unconverged_runs, 1u);
 }
 
+// Marks the bf16 case of the first `n` runs as stopped before its noise target.
+std::vector<ResultDocument> unconverged(std::vector<ResultDocument> runs, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) runs[i].cases[1].details["measurement"]["converged"] = false;
+  return runs;
+}
+
+TEST(Unconverged, AgreeingRunsThatMostlyDidNotConvergeAreNoisyUnlessTheirOwnSpreadDecides) {
+  // Speedups 10 -> 8 (-20%), the runs agreeing to 0.5%: between runs alone a clear regression. But
+  // each time spread by 30% in its run: a speedup's own spread is hypot(0.3, 0.3) = 0.424, both
+  // sides' hypot(0.424, 0.424) = 0.6 in log space, so ln 0.8 +- 0.6 reaches across both edges.
+  const auto base = runs_with_speedups({10.0, 10.05, 9.95}, 0.3), current = runs_with_speedups({8.0, 8.04, 7.96}, 0.3);
+  ASSERT_EQ(only_speedup(compare_runs(base, current)).verdict, Verdict::regressed) << "converged runs";
+  ASSERT_EQ(only_speedup(compare_runs(unconverged(base, 1), unconverged(current, 1))).verdict, Verdict::regressed)
+      << "one unconverged run of three per side is no majority";
+
+  const auto r = compare_runs(unconverged(base, 2), current);  // most of the base side
+  const auto& c = only_speedup(r);
+  EXPECT_TRUE(c.short_of_noise_target);
+  EXPECT_EQ(c.unconverged_runs, 2u);
+  EXPECT_EQ(c.verdict, Verdict::noisy);
+  const double own = std::hypot(std::hypot(0.3, 0.3), std::hypot(0.3, 0.3));
+  EXPECT_NEAR(c.change_low, std::expm1(std::log1p(c.change) - own), 1e-6) << "the interval covers the own spread";
+  EXPECT_NEAR(c.change_high, std::expm1(std::log1p(c.change) + own), 1e-6);
+  EXPECT_TRUE(c.needs_longer_runs);
+  EXPECT_FALSE(c.runs_to_settle.has_value()) << "more runs as short as these would not settle it";
+  EXPECT_EQ(r.exit_code(), kExitNoRegression);
+  EXPECT_NE(noisy_summary(r).find("1 stopped before their noise target"), std::string::npos) << noisy_summary(r);
+  EXPECT_NE(noisy_summary(r).find("--timeout"), std::string::npos) << noisy_summary(r);
+}
+
+TEST(Unconverged, AnEffectBeyondEvenTheOwnSpreadStillRegresses) {
+  // Speedups 10 -> 3 (-70%, ln 0.3 = -1.20) with 5% spreads: the own band is hypot of four 5%
+  // spreads, 0.1, so the whole interval [-1.30, -1.10] lies beyond ln 0.95 = -0.05.
+  const auto r = compare_runs(unconverged(runs_with_speedups({10.0, 10.05, 9.95}, 0.05), 3),
+                              unconverged(runs_with_speedups({3.0, 3.015, 2.985}, 0.05), 3));
+  const auto& c = only_speedup(r);
+  EXPECT_TRUE(c.short_of_noise_target);
+  EXPECT_EQ(c.unconverged_runs, 6u);
+  EXPECT_EQ(c.verdict, Verdict::regressed);
+  EXPECT_NEAR(c.change_high, std::expm1(std::log(0.3) + 0.1), 1e-3);
+  EXPECT_EQ(r.exit_code(), kExitRegressed);
+}
+
+TEST(Unconverged, NoChangeNeedsTheOwnSpreadInsideTheThresholdToo) {
+  // Identical speedups: between runs "same". With 3% spreads the own band is +-6% (hypot of four),
+  // wider than 5%: unconverged, they are noisy; with 1% spreads (+-2%) still the same.
+  const auto wide = runs_with_speedups({10.0, 10.05, 9.95}, 0.03);
+  EXPECT_EQ(only_speedup(compare_runs(wide, wide)).verdict, Verdict::same);
+  EXPECT_EQ(only_speedup(compare_runs(wide, unconverged(wide, 2))).verdict, Verdict::noisy);
+  const auto narrow = runs_with_speedups({10.0, 10.05, 9.95}, 0.01);
+  EXPECT_EQ(only_speedup(compare_runs(narrow, unconverged(narrow, 3))).verdict, Verdict::same);
+}
+
+TEST(Unconverged, OneRunPerSideAlreadyJudgesOnItsOwnSpread) {
+  const auto base = gemm_run(1e-4, 0.01), current = gemm_run(1.25e-4, 0.01);
+  const auto r = compare_docs(unconverged({base}, 1)[0], current);
+  const auto& c = only_speedup(r);
+  EXPECT_TRUE(c.short_of_noise_target);
+  EXPECT_EQ(c.verdict, Verdict::regressed);
+  EXPECT_NEAR(c.change_low, 0.8 * std::exp(-0.02) - 1, 1e-9) << "the interval was that band already";
+}
+
 TEST(SeveralRuns, TheMinimumNumberOfRunsIsEnforced) {
   Options options;
   options.min_runs = 3;
