@@ -14,8 +14,9 @@ recorded), clipping (by global norm 1.0, only above it) and micro-batches, in ea
 PyTorch's own means (autocast, GradScaler). Started from the same checkpoint (--checkpoint-in) on the
 same token file (--data), its losses follow mpbench's step by step within fp32 rounding.
 
-Exit status: 0 every case ok or skipped, 1 a case failed, 2 bad input or torch missing, 130 when
-interrupted (the finished cases are written, run.interrupted true).
+Exit status: 0 every case ok or skipped, 1 a case failed, 2 bad input or torch missing, 128 + the
+signal when Ctrl-C, SIGTERM or SIGHUP interrupted it (the finished cases are written, with
+run.interrupted true).
 """
 import argparse
 import json
@@ -23,6 +24,7 @@ import math
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -632,7 +634,7 @@ def run(args) -> int:
     torch.set_num_threads(threads)
     settings = sampler_settings(doc, args)
     sampler = Sampler(torch, device, settings)
-    results, interrupted, started = [], False, time.perf_counter()
+    results, interrupted, started = [], 0, time.perf_counter()
     try:
         for index, case in enumerate(cases, 1):
             label = f"{case['suite']}/{case['name']}/{case['precision']}"
@@ -640,24 +642,38 @@ def run(args) -> int:
             results.append(measure_case(torch, device, sampler, case, args))
             if results[-1]["status"] != "ok":
                 print(f"  {results[-1]['status']}: {results[-1]['message']}", file=sys.stderr)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as e:
+        interrupted = 128 + getattr(e, "number", signal.SIGINT)
         print(f"torch_baseline: interrupted; writing the {len(results)} finished cases", file=sys.stderr)
     add_pct_of_copy(results)
     out = {"schema": SCHEMA, "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "env": environment(torch, device, threads),
            "run": {"suites": sorted({c["suite"] for c in cases}), "device": device, "device_requested": args.device or "",
-                   "quick": bool(doc.get("run", {}).get("quick")), "interrupted": interrupted, "sampler": settings,
+                   "quick": bool(doc.get("run", {}).get("quick")), "interrupted": bool(interrupted), "sampler": settings,
                    "cases_from": str(args.cases_from), "compile": args.compile},
            "cases": results, "speedups": speedups_of(results)}
     write_atomically(args.out, out)
     print(f"wrote {len(results)} cases to {args.out}", file=sys.stderr)
     if interrupted:
-        return 130
+        return interrupted
     return 1 if any(c["status"] == "error" for c in results) else 0
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled as Ctrl-C is: the finished cases are written."""
+
+    def __init__(self, number):
+        super().__init__(signal.Signals(number).name)
+        self.number = number
+
+
+def raise_interrupted(number, _frame):
+    raise Interrupted(number)
+
+
 def main(argv=None) -> int:
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, raise_interrupted)
     args = parse_args(argv)
     try:
         return run(args)

@@ -4,7 +4,7 @@
 # scripts/device/pack.sh (or packs ./build if that exists), runs every test binary (GPU tests
 # included), gpt2-124m training in every mode and PyTorch's GPT-2 step for the training targets,
 # a profiled run, the training again with --activation-storage emulated, a traced tiny step, the
-# microbenchmark suites (--quick) and PyTorch's counterparts of their square GEMMs and copies
+# microbenchmark suites (--quick) and PyTorch's counterparts of their square bf16/fp16 GEMMs
 # (scripts/torch_baseline.py), and writes into OUTDIR (at most
 # 8 files):
 #   check.log (everything printed, each test binary's verdict lines, the summary table last)
@@ -165,9 +165,10 @@ PY
 step "mpbench run --suite gemm,bandwidth,cast --quick --device $device"
 bounded 150 "$MPBENCH_BIN" run --suite gemm,bandwidth,cast --quick --device "$device" \
   ${MPBENCH_CHECK_FILTER:+--filter "$MPBENCH_CHECK_FILTER"} --out "$out/result-quick.json" || fail "mpbench run (exit $?)"
-step "PyTorch's GEMMs and copies: the quick run's square and bandwidth cases (same machine, same call)"
-LD_LIBRARY_PATH=$original_ld_path bounded 60 python3 "$repo/scripts/torch_baseline.py" --suite gemm,bandwidth \
-  --filter '^(gemm/square_|bandwidth/(copy|memcpy)/)' --cases-from "$out/result-quick.json" --out "$out/torch.json" ||
+# Cut short (SIGINT), the script still writes the cases it finished.
+step "PyTorch's GEMMs: the quick run's square bf16 and fp16 cases (same machine, same call)"
+LD_LIBRARY_PATH=$original_ld_path bounded 60 python3 "$repo/scripts/torch_baseline.py" --suite gemm --precision bf16,fp16 \
+  --filter '^gemm/square_' --timeout 1 --cases-from "$out/result-quick.json" --out "$out/torch.json" ||
   echo "check: PyTorch baseline not measured"
 
 step "summary"

@@ -6,6 +6,7 @@ are exit 2 with one line. The runs need a Python with torch (and safetensors): t
 MPBENCH_TORCH_PYTHON names; without one they skip and say so."""
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,8 @@ def cases_of(path):
 
 @pytest.fixture(scope="module")
 def tiny_training(tmp_path_factory):
-    """mpbench's tiny model trained 6 steps in every CPU mode from a checkpoint on a token file."""
+    """mpbench's tiny model trained 6 steps in every CPU mode from a checkpoint on a token file, and
+    two cast cases."""
     tmp = tmp_path_factory.mktemp("torch_baseline")
     tiny = ["run", "--suite", "transformer", "--device", "cpu", "--config", "tiny"]
     mpbench(*tiny, "--steps", "2", "--precision", "fp32", "--checkpoint-out", tmp / "start", "--out", tmp / "start.json")
@@ -60,6 +62,8 @@ def tiny_training(tmp_path_factory):
     (tmp / "tokens.bin").write_bytes(tokens.tobytes())
     mpbench(*tiny, "--steps", "6", "--precision", "fp32,amp-fp16,amp-bf16,bf16", "--checkpoint-in", tmp / "start" / "fp32",
             "--data", tmp / "tokens.bin", "--out", tmp / "mpbench.json")
+    mpbench("run", "--suite", "cast", "--device", "cpu", "--quick", "--timeout", "0.2", "--filter", "/(copy|f32_to_bf16)/",
+            "--out", tmp / "cast.json")
     return tmp
 
 
@@ -159,3 +163,22 @@ def test_microbenchmark_cases_keep_their_names_and_rates_follow_times(tmp_path, 
 
 def ours_cast_elements(cases):
     return next(c["params"]["elements"] for (suite, _, _), c in cases.items() if suite == "cast")
+
+
+@needs_torch
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_writes_the_cases_it_finished(tmp_path, tiny_training, signal_number):
+    # Each case samples for its whole timeout (a noise target no run reaches); the signal comes
+    # once the second case has started.
+    process = subprocess.Popen([TORCH_PYTHON, str(SCRIPT), "--cases-from", str(tiny_training / "cast.json"),
+                                "--max-noise", "1e-12", "--timeout", "2", "--out", str(tmp_path / "t.json")],
+                               stderr=subprocess.PIPE, text=True)
+    for line in process.stderr:
+        if line.startswith("[2/"):
+            break
+    process.send_signal(signal_number)
+    rest = process.stderr.read()
+    assert process.wait(timeout=120) == 128 + signal_number, rest
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["run"]["interrupted"] is True
+    assert len(doc["cases"]) == 1 and doc["cases"][0]["status"] == "ok"
