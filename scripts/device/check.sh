@@ -4,7 +4,8 @@
 # scripts/device/pack.sh (or packs ./build if that exists), runs every test binary (GPU tests
 # included), gpt2-124m training in every mode and PyTorch's GPT-2 step for the training targets,
 # a profiled run, the training again with --activation-storage emulated, a traced tiny step, the
-# microbenchmark suites (--quick) and PyTorch's matmul and copy, and writes into OUTDIR (at most
+# microbenchmark suites (--quick) and PyTorch's counterparts of their square bf16/fp16 GEMMs
+# (scripts/torch_baseline.py), and writes into OUTDIR (at most
 # 8 files):
 #   check.log (everything printed, each test binary's verdict lines, the summary table last)
 #   result-transformer.json  torch-gpt2.json  result-profile.json  result-emulated.json
@@ -131,8 +132,9 @@ bounded 150 "$MPBENCH_BIN" run --suite transformer $training --device "$device" 
   fail "mpbench run --suite transformer (exit $?)"
 if [[ $device == cuda ]]; then
   step "PyTorch eager GPT-2 with bf16 autocast (same machine, same call)"
-  LD_LIBRARY_PATH=$original_ld_path bounded 90 python3 "$repo/scripts/device/torch_gpt2_baseline.py" --mode amp-bf16 \
-    --out "$out/torch-gpt2.json" || echo "check: PyTorch GPT-2 baseline not measured"
+  LD_LIBRARY_PATH=$original_ld_path bounded 90 python3 "$repo/scripts/torch_baseline.py" --suite transformer \
+    --precision amp-bf16 --cases-from "$out/result-transformer.json" --out "$out/torch-gpt2.json" ||
+    echo "check: PyTorch GPT-2 baseline not measured"
 fi
 # Profiling apart, so that a CUPTI failure cannot cost the training results above.
 step "mpbench run --suite transformer $training --precision fp32,amp-bf16,bf16 --profile --device $device"
@@ -163,8 +165,10 @@ PY
 step "mpbench run --suite gemm,bandwidth,cast --quick --device $device"
 bounded 150 "$MPBENCH_BIN" run --suite gemm,bandwidth,cast --quick --device "$device" \
   ${MPBENCH_CHECK_FILTER:+--filter "$MPBENCH_CHECK_FILTER"} --out "$out/result-quick.json" || fail "mpbench run (exit $?)"
-step "PyTorch matmul and copy (same machine, same call)"
-LD_LIBRARY_PATH=$original_ld_path bounded 60 python3 "$repo/scripts/device/torch_baseline.py" --out "$out/torch.json" ||
+# Cut short (SIGINT), the script still writes the cases it finished.
+step "PyTorch's GEMMs: the quick run's square bf16 and fp16 cases (same machine, same call)"
+LD_LIBRARY_PATH=$original_ld_path bounded 60 python3 "$repo/scripts/torch_baseline.py" --suite gemm --precision bf16,fp16 \
+  --filter '^gemm/square_' --timeout 1 --cases-from "$out/result-quick.json" --out "$out/torch.json" ||
   echo "check: PyTorch baseline not measured"
 
 step "summary"

@@ -73,10 +73,19 @@ def gemm_rows(doc):
     return rows
 
 
-def best_tflops(doc, precision):
-    values = [c["rates"]["tflops"] for c in ok_cases(doc, "gemm")
-              if c["precision"] == precision and c["name"].startswith("square_")]
-    return max(values) if values else None
+def best_square(doc, precision):
+    """The square GEMM case of this precision with the highest rate, or None."""
+    cases = [c for c in ok_cases(doc, "gemm") if c["precision"] == precision and c["name"].startswith("square_")]
+    return max(cases, key=lambda c: c["rates"]["tflops"]) if cases else None
+
+
+def torch_rate(torch_doc, suite, name, precision, rate):
+    """A rate of PyTorch's case of the same suite, name and precision (scripts/torch_baseline.py's
+    document), or None where it has none or it did not run."""
+    for c in (torch_doc or {}).get("cases", []):
+        if (c.get("suite"), c.get("name"), c.get("precision"), c.get("status")) == (suite, name, precision, "ok"):
+            return c.get("rates", {}).get(rate)
+    return None
 
 
 def largest(cases, kernel, precision="fp32"):
@@ -98,10 +107,11 @@ def microbench_rows(doc, torch):
     rows += gemm_rows(doc)
     rows.append("== targets")
     for precision in ("bf16", "fp16"):
-        ours = best_tflops(doc, precision)
-        theirs = (torch or {}).get("matmul", {}).get(precision, {}).get("tflops")
+        best = best_square(doc, precision)
+        ours = best["rates"]["tflops"] if best else None
+        theirs = torch_rate(torch, "gemm", best["name"], precision, "tflops") if best else None
         ratio = ours / theirs if ours and theirs else None
-        rows.append(f"gemm {precision} best square vs torch.matmul 8192^3: "
+        rows.append(f"gemm {precision} best square vs torch.matmul ({best['name'] if best else '-'}): "
                     f"{'-' if ours is None else f'{ours:.1f}'} vs {'-' if theirs is None else f'{theirs:.1f}'} TFLOP/s  "
                     f"{verdict(ratio, 0.90)}")
     bandwidth = ok_cases(doc, "bandwidth")
@@ -137,7 +147,7 @@ def transformer_rows(doc, torch_gpt2):
                     f"final loss {c['details'].get('final_loss')}")
     bf16 = cases.get("bf16")
     ours = bf16["rates"]["tokens_per_s"] if bf16 and bf16["status"] == "ok" else None
-    theirs = (torch_gpt2 or {}).get("tokens_per_s")
+    theirs = torch_rate(torch_gpt2, "transformer", bf16["name"], "amp-bf16", "tokens_per_s") if bf16 else None
     speedup = ours / theirs if ours and theirs else None
     rows.append(f"transformer bf16 tokens/s vs PyTorch eager bf16 autocast: {'-' if ours is None else round(ours)} vs "
                 f"{'-' if theirs is None else round(theirs)}  "
