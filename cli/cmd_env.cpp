@@ -27,6 +27,20 @@ void print_capabilities(const std::string& heading, const nlohmann::json& table)
   }
 }
 
+// The GPU code the binary carries: "gpu code  sm_75 sm_80 ... (SASS), compute_120 (PTX)".
+void print_kernel_images(const nlohmann::json& images) {
+  if (images.contains("error")) {
+    fmt::print("gpu code  unknown: {}\n", images["error"].get<std::string>());
+    return;
+  }
+  const auto joined = [&](const char* kind) {
+    std::string out;
+    for (const auto& name : images.value(kind, nlohmann::json::array())) out += (out.empty() ? "" : " ") + name.get<std::string>();
+    return out.empty() ? std::string("none") : out;
+  };
+  fmt::print("gpu code  {} (SASS), {} (PTX)\n", joined("sass"), joined("ptx"));
+}
+
 void print_text(const nlohmann::json& env) {
   fmt::print("host      {}\nos        {} (kernel {})\n", env["host"].get<std::string>(),
              env["os"]["name"].get<std::string>(), env["os"]["kernel"].get<std::string>());
@@ -44,8 +58,11 @@ void print_text(const nlohmann::json& env) {
                      env["cpu"].value("capabilities", nlohmann::json()));
   const auto& cuda = env["cuda"];
   if (cuda.empty()) fmt::print("cuda      not built in\n");
-  for (const auto& [name, version] : cuda.items())
+  for (const auto& [name, version] : cuda.items()) {
+    if (name == "kernel_images") continue;
     fmt::print("{:<9} {}\n", name, version.is_null() ? "not found" : (version.is_string() ? version.get<std::string>() : version.dump()));
+  }
+  if (cuda.contains("kernel_images")) print_kernel_images(cuda["kernel_images"]);
   if (env["gpus"].empty()) fmt::print("gpu       none: {}\n", env.value("gpu_status", "no GPU"));
   for (const auto& gpu : env["gpus"]) {
     fmt::print("gpu {}     {}\n", gpu.value("index", 0), gpu.value("name", "?"));

@@ -12,7 +12,7 @@ namespace mpbench {
 
 struct DatasheetPeaks {
   std::string_view gpu;           // e.g. "H100 SXM"
-  std::string_view name_pattern;  // matched case-insensitively against the device name
+  std::vector<std::string_view> driver_names;  // the variant's names as the driver reports them
   double fp32_tflops;             // CUDA cores
   double tf32_tflops;             // 0 where the GPU has no TF32 Tensor Cores
   double fp16_tflops;             // fp16 (and bf16 where the GPU has it) with fp32 accumulate
@@ -23,7 +23,8 @@ struct DatasheetPeaks {
 };
 
 const std::vector<DatasheetPeaks>& datasheet_table();
-// The row whose pattern the device name contains; the longest pattern wins ("H100 PCIe" over "H100").
+// The row of that exact device (the driver's name, case and surrounding blanks aside): a variant
+// the table does not list gets none, never a similar GPU's figures.
 std::optional<DatasheetPeaks> find_datasheet(std::string_view device_name);
 // 0 when the datasheet gives no figure for that precision.
 double peak_tflops(const DatasheetPeaks& row, GemmPrecision precision);

@@ -14,6 +14,7 @@
 #include "backends/cuda/device_query.hpp"
 #include "backends/cuda/dynamic_library.hpp"
 #include "backends/cuda/nvml.hpp"
+#include "core/kernel_images.hpp"
 
 namespace mpbench::cuda {
 
@@ -162,6 +163,42 @@ std::optional<std::string> unavailable_reason() {
   return fmt::format("CUDA is not usable ({})", detail);
 }
 
+// The GPU code this binary carries, read from its own file once: which generations run natively.
+const std::optional<KernelImages>& own_kernel_images(std::string& error) {
+  static std::string read_error;
+  static const std::optional<KernelImages> images = []() -> std::optional<KernelImages> {
+    try {
+      return read_kernel_images("/proc/self/exe");
+    } catch (const KernelImageError& e) {
+      read_error = e.what();
+      return std::nullopt;
+    }
+  }();
+  error = read_error;
+  return images;
+}
+
+nlohmann::json kernel_images_json() {
+  std::string error;
+  const std::optional<KernelImages>& images = own_kernel_images(error);
+  if (!images) return {{"error", error}};
+  return {{"sass", images->names(ImageKind::sass)}, {"ptx", images->names(ImageKind::ptx)},
+          {"fatbinaries", images->fatbinaries.size()}};
+}
+
+// How the driver will load this binary's kernels on the GPU: natively, JIT-compiled from PTX, or not.
+nlohmann::json kernel_load_json(const DeviceInfo& gpu) {
+  std::string error;
+  const std::optional<KernelImages>& images = own_kernel_images(error);
+  if (!images) {
+    LoadDecision unknown{LoadPath::unknown, std::nullopt, gpu.compute_capability_major, gpu.compute_capability_minor,
+                         fmt::format("the binary's GPU code could not be read: {}", error)};
+    return unknown.to_json();
+  }
+  return decide_load(gpu.compute_capability_major, gpu.compute_capability_minor, *images,
+                     LoadSettings::from_environment()).to_json();
+}
+
 nlohmann::json environment() {
   nlohmann::json gpus = nlohmann::json::array();
   const std::optional<std::string> reason = unavailable_reason();
@@ -169,11 +206,15 @@ nlohmann::json environment() {
     int count = 0;
     check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     for (int index = 0; index < count; ++index) {
+      const DeviceInfo gpu = query_device(index);
       gpus.push_back(describe_gpu(index));
-      gpus.back()["capabilities"] = gpu_capabilities(query_device(index)).to_json();
+      gpus.back()["capabilities"] = gpu_capabilities(gpu).to_json();
+      gpus.back()["kernel_load"] = kernel_load_json(gpu);
     }
   }
-  return {{"cuda", cuda_versions()},
+  nlohmann::json cuda = cuda_versions();
+  cuda["kernel_images"] = kernel_images_json();
+  return {{"cuda", cuda},
           {"gpus", gpus},
           {"gpu_status", reason ? *reason : fmt::format("{} CUDA GPU(s) found", gpus.size())}};
 }

@@ -14,7 +14,7 @@ TEST(Datasheet, FindsH200ByItsDriverName) {
   EXPECT_DOUBLE_EQ(row->memory_gb_per_s, 4800);
 }
 
-TEST(Datasheet, LongestPatternWins) {
+TEST(Datasheet, EachVariantByItsExactName) {
   EXPECT_EQ(find_datasheet("NVIDIA H100 PCIe")->gpu, "H100 PCIe");
   EXPECT_EQ(find_datasheet("NVIDIA H100 80GB HBM3")->gpu, "H100 SXM");
   EXPECT_EQ(find_datasheet("NVIDIA L40S")->gpu, "L40S");
@@ -22,6 +22,21 @@ TEST(Datasheet, LongestPatternWins) {
 }
 
 TEST(Datasheet, UnknownDeviceHasNoRow) { EXPECT_FALSE(find_datasheet("AMD EPYC 9654")); }
+
+TEST(Datasheet, AVariantTheTableLacksGetsNoNeighboursFigures) {
+  // Each differs from the row whose name it contains (bandwidth, clocks or power limit).
+  for (const char* name : {"NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA A10", "NVIDIA L40", "NVIDIA A100-SXM4-40GB",
+                           "NVIDIA A100-PCIE-40GB", "Tesla V100-PCIE-16GB", "NVIDIA H100", "NVIDIA H20", "NVIDIA B200A"})
+    EXPECT_FALSE(find_datasheet(name)) << name << " got the figures of " << find_datasheet(name)->gpu;
+  EXPECT_EQ(find_datasheet("  nvidia h200 ")->gpu, "H200 SXM");
+}
+
+TEST(Datasheet, EveryDriverNameIsInOneRowOnly) {
+  for (const auto& row : datasheet_table()) {
+    ASSERT_FALSE(row.driver_names.empty()) << row.gpu;
+    for (const auto& name : row.driver_names) EXPECT_EQ(find_datasheet(name)->gpu, row.gpu) << name;
+  }
+}
 
 TEST(Datasheet, EveryRowNamesItsSourceAndHasFp32) {
   for (const auto& row : datasheet_table()) {
