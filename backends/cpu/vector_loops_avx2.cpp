@@ -236,9 +236,10 @@ __m256i e4m3_saturated(__m256 y) {
   const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(rebiased, 20), _mm256_set1_epi32(1));
   const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7FFFF), odd);
   const __m256i normal = _mm256_srli_epi32(_mm256_add_epi32(rebiased, bias), 20);
-  // Below it: units of the subnormal quantum 2^-9, rounded to nearest even (|y| * 2^9 is exact).
-  const __m256 units = _mm256_mul_ps(_mm256_castsi256_ps(magnitude), _mm256_set1_ps(512.0f));
-  const __m256i subnormal = _mm256_cvttps_epi32(_mm256_round_ps(units, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  // Below it: units of the subnormal quantum 2^-9, rounded to nearest even by the fp32 add of
+  // 2^14, whose ulp is 2^-9; the sum's pattern less 2^14's is the count.
+  const __m256 shifted = _mm256_add_ps(_mm256_castsi256_ps(magnitude), _mm256_set1_ps(16384.0f));
+  const __m256i subnormal = _mm256_sub_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(0x46800000));
   const __m256i is_normal = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32((121 << 23) - 1));
   // Past 448 (inf included) the largest finite code 0x7E; NaN is the all-ones 0x7F, both signed.
   const __m256i code = _mm256_min_epi32(_mm256_blendv_epi8(subnormal, normal, is_normal), _mm256_set1_epi32(0x7E));
