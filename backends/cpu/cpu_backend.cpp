@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "backends/cpu/conversions.hpp"
+#include "backends/cpu/isa.hpp"
 #include "backends/cpu/vector_loops.hpp"
 #include "backends/reference/reference_backend.hpp"
 #include "core/error.hpp"
@@ -28,7 +29,8 @@ class CpuGemm final : public PreparedOp {
 };
 
 // fp16/bf16 through the reference's scalar conversions would measure conversion, not memory, and
-// fp32 triad a call to fmaf per element; where the CPU has AVX2, FMA and F16C, vector_loops.hpp
+// fp32 triad a call to fmaf per element, the fp8 cast two passes of per-element branches and the
+// stochastic one a 64-bit hash per element; where the CPU has AVX2, FMA and F16C, vector_loops.hpp
 // computes the same bits at memory speed.
 #if MPBENCH_HAVE_AVX2_LOOPS
 
@@ -79,6 +81,34 @@ void run_cast(void (*loop)(const In*, Out*, std::size_t), CastKind kind, const C
   loop(static_cast<const In*>(args.source->data()), static_cast<Out*>(args.destination->data()), args.source->count());
 }
 
+using StochasticLoop = void (*)(const float*, std::uint16_t*, std::uint64_t, std::size_t);
+
+void run_cast(StochasticLoop loop, CastKind kind, const CastArgs& args) {
+  check_cast_arguments(kind, args);
+  loop(static_cast<const float*>(args.source->data()), static_cast<std::uint16_t*>(args.destination->data()),
+       args.seed, args.source->count());
+}
+
+// The stochastic cast's hash multiplies 64-bit words: AVX512DQ does that in one instruction where
+// AVX2 needs three partial products, so the cast runs at memory speed only with AVX-512. Where the
+// CPU has it and --cpu-isa (DNNL_MAX_CPU_ISA) does not leave it out, as oneDNN reads that limit.
+StochasticLoop stochastic_loop() {
+  static const bool kAvx512 = effective_isa_covers("avx512_core");
+  return kAvx512 ? avx512::f32_to_bf16_stochastic : avx2::f32_to_bf16_stochastic;
+}
+
+// The amax and the scaled codes in one pass. The reference writes the amax before it reads the
+// scale, so where the two are one buffer only its order gives its bits.
+bool vector_e4m3_cast(CastKind kind, const CastArgs& args) {
+  check_cast_arguments(kind, args);
+  if (args.scale->data() == args.amax->data()) return false;
+  const float scale = *static_cast<const float*>(args.scale->data());
+  *static_cast<float*>(args.amax->data()) =
+      avx2::f32_to_e4m3_scaled(static_cast<const float*>(args.source->data()),
+                               static_cast<std::uint8_t*>(args.destination->data()), scale, args.source->count());
+  return true;
+}
+
 // False when the vector loops do not apply and the reference's loops should run.
 bool vector_cast(CastKind kind, const CastArgs& args) {
   if (!cpu_has_vector_loops()) return false;
@@ -87,8 +117,10 @@ bool vector_cast(CastKind kind, const CastArgs& args) {
     case CastKind::f32_to_bf16: run_cast(avx2::f32_to_bf16, kind, args); return true;
     case CastKind::f16_to_f32: run_cast(avx2::f16_to_f32, kind, args); return true;
     case CastKind::bf16_to_f32: run_cast(avx2::bf16_to_f32, kind, args); return true;
-    case CastKind::f32_to_e4m3_scaled:
-    case CastKind::f32_to_bf16_stochastic: return false;
+    case CastKind::f32_to_e4m3_scaled: return vector_e4m3_cast(kind, args);
+    case CastKind::f32_to_bf16_stochastic:
+      run_cast(stochastic_loop(), kind, args);
+      return true;
   }
   return false;
 }

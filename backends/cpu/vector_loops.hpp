@@ -29,8 +29,22 @@ void f32_to_f16(const float* source, std::uint16_t* destination, std::size_t n);
 void f32_to_bf16(const float* source, std::uint16_t* destination, std::size_t n);
 void f16_to_f32(const std::uint16_t* source, float* destination, std::size_t n);
 void bf16_to_f32(const std::uint16_t* source, float* destination, std::size_t n);
+// destination[i] = amp/formats.hpp's f32_to_e4m3_bits(source[i] * scale, true); returns the
+// largest |source[i]|, NaNs left out (the reference's fmax), in the same pass.
+float f32_to_e4m3_scaled(const float* source, std::uint8_t* destination, float scale, std::size_t n);
+// destination[i] = f32_to_bf16_bits_stochastic(source[i], random_word(seed, i)).
+void f32_to_bf16_stochastic(const float* source, std::uint16_t* destination, std::uint64_t seed, std::size_t n);
 // destination[i] = source[i] rounded to fp16 (bf16) and back to fp32; destination may be source.
 void round_through_f16(const float* source, float* destination, std::size_t n);
 void round_through_bf16(const float* source, float* destination, std::size_t n);
 
 }  // namespace mpbench::cpu::avx2
+
+// Defined in vector_loops_avx512.cpp, built with AVX512F, BW, DQ and VL (oneDNN's avx512_core):
+// call only after checking the CPU has them.
+namespace mpbench::cpu::avx512 {
+
+// As avx2::f32_to_bf16_stochastic, the same bits.
+void f32_to_bf16_stochastic(const float* source, std::uint16_t* destination, std::uint64_t seed, std::size_t n);
+
+}  // namespace mpbench::cpu::avx512

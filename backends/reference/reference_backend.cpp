@@ -221,9 +221,14 @@ void ReferenceBackend::cast(CastKind kind, const CastArgs& args) {
     case CastKind::bf16_to_f32:
       return host::map<elem::bf16_bits, float>(src, dst, parallel_loops_, [](elem::bf16_bits v) { return elem::load(v); });
     case CastKind::f32_to_e4m3_scaled: {
+      // NaNs left out, as the CUDA kernel's fmaxf leaves them out. Not fmax here: glibc's returns
+      // NaN for a signalling NaN, and the next fmax then drops the maximum of the elements before.
       float amax = 0;
 #pragma omp parallel for reduction(max : amax) if (parallel_loops_)
-      for (std::size_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+      for (std::size_t i = 0; i < n; ++i) {
+        const float magnitude = std::fabs(x[i]);
+        if (magnitude > amax) amax = magnitude;
+      }
       *static_cast<float*>(args.amax->data()) = amax;
       const float scale = *static_cast<const float*>(args.scale->data());
       auto* out = static_cast<std::uint8_t*>(dst.data());

@@ -1,6 +1,6 @@
 // What the CPU backend says it can do matches the CPU's own flags under each --cpu-gemm choice, and
 // each GEMM records the steps of its path; its fp16/bf16 element loops give the reference's bits on
-// every input pattern.
+// every input pattern, its fp8 and stochastic-rounding casts on every input class.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -295,6 +295,127 @@ TEST_F(CpuElementLoops, NarrowingCastsMatchTheReferenceAtEveryRoundingBoundary) 
     SCOPED_TRACE(cast_kind_name(kind));
     EXPECT_EQ(first_difference(cast_on<std::uint16_t>(*cpu_, kind, source),
                                cast_on<std::uint16_t>(oracle_, kind, source)), "");
+  }
+}
+
+// ---- the fp8 and stochastic-rounding casts against the reference, bit for bit -------------------
+
+// Random bit patterns (every class: NaN payloads, infs, subnormals, zeros) from a fresh seed, in
+// lengths that leave every tail n % 8 and run on one thread or all.
+std::vector<std::vector<float>> random_patterns(std::uint64_t seed) {
+  std::vector<std::vector<float>> sets;
+  for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{1003}, std::size_t{100005}}) {
+    std::vector<float> values(n);
+    for (std::size_t i = 0; i < n; ++i)
+      values[i] = std::bit_cast<float>(static_cast<std::uint32_t>(mix64(seed + sets.size(), i)));
+    sets.push_back(std::move(values));
+  }
+  return sets;
+}
+
+struct ScaledCodes {
+  std::vector<std::uint8_t> codes;
+  float amax;
+};
+
+ScaledCodes e4m3_scaled_on(Backend& backend, const std::vector<float>& source, float scale) {
+  const DeviceBuffer src = upload(backend, DType::f32, source);
+  const DeviceBuffer factor = upload(backend, DType::f32, std::vector<float>{scale});
+  DeviceBuffer dst = backend.allocate(DType::e4m3, source.size()), amax = backend.allocate(DType::f32, 1);
+  backend.fill_uniform(amax, 7, 100.0f, 200.0f);  // a stale value that must be overwritten
+  backend.cast(CastKind::f32_to_e4m3_scaled, {&src, &dst, &factor, &amax, 0});
+  return {download<std::uint8_t>(backend, dst), download<float>(backend, amax)[0]};
+}
+
+std::string first_difference(const ScaledCodes& got, const ScaledCodes& want) {
+  if (bits_of(got.amax) != bits_of(want.amax))
+    return fmt::format("amax bits {:#x}, the reference {:#x}", bits_of(got.amax), bits_of(want.amax));
+  for (std::size_t i = 0; i < want.codes.size(); ++i)
+    if (got.codes[i] != want.codes[i])
+      return fmt::format("element {}: code {:#x}, the reference {:#x}", i, got.codes[i], want.codes[i]);
+  return "";
+}
+
+// Scales: none, the cast suite's 448/4, an inexact one, one that shrinks values into e4m3's
+// subnormals and below, one that overflows fp32 products to inf, and inf (0 * inf is NaN).
+constexpr float kScales[] = {1.0f, 112.0f, 0.3f, 0x1p-10f, 1e30f, INFINITY};
+
+// The e4m3 rounding boundaries (ties at bit 19 of the pattern, one below and above them, e4m3's
+// largest value 448 and its overflow tie 464) lie in the high halves rounding_boundaries() runs
+// through; under scale 1 every such boundary of every binade meets the cast.
+TEST_F(CpuElementLoops, E4m3ScaledCastMatchesTheReferenceAtEveryRoundingBoundary) {
+  const auto source = rounding_boundaries();
+  for (float scale : kScales) {
+    SCOPED_TRACE(fmt::format("scale {}", scale));
+    EXPECT_EQ(first_difference(e4m3_scaled_on(*cpu_, source, scale), e4m3_scaled_on(oracle_, source, scale)), "");
+  }
+}
+
+TEST_F(CpuElementLoops, E4m3ScaledCastMatchesTheReferenceOnRandomPatternsOfEveryTail) {
+  const std::uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (const auto& source : random_patterns(seed))
+    for (float scale : kScales) {
+      SCOPED_TRACE(fmt::format("n {} scale {}", source.size(), scale));
+      EXPECT_EQ(first_difference(e4m3_scaled_on(*cpu_, source, scale), e4m3_scaled_on(oracle_, source, scale)), "");
+    }
+}
+
+// Values in the e4m3 range, so the amax is finite and the scale takes them past 448: the amax
+// comes from the inputs, not the scaled values, and NaNs do not take part in it.
+TEST_F(CpuElementLoops, E4m3AmaxIsTheLargestInputMagnitudeWithoutNans) {
+  std::vector<float> source(70001);
+  for (std::size_t i = 0; i < source.size(); ++i) source[i] = uniform_at(31, i, -300.0f, 300.0f);
+  source[40000] = -310.0f;
+  source[12] = NAN;
+  source[50000] = std::bit_cast<float>(0x7F800001u);  // signalling
+  source[70000] = -NAN;
+  const ScaledCodes got = e4m3_scaled_on(*cpu_, source, 2.0f);
+  EXPECT_EQ(got.amax, 310.0f);
+  EXPECT_EQ(got.codes[40000], 0xFE) << "-620 saturates to -448";
+  EXPECT_EQ(got.codes[70000], 0xFF) << "-NaN keeps its sign";
+  EXPECT_EQ(first_difference(got, e4m3_scaled_on(oracle_, source, 2.0f)), "");
+}
+
+// The reference writes the amax before it reads the scale: one buffer for both gives its bits.
+TEST_F(CpuElementLoops, E4m3ScaleAndAmaxInOneBufferGiveTheReferencesBits) {
+  const std::vector<float> source = {1.0f, -3.0f, 0.25f, 100.0f, 7.0f};
+  std::vector<std::vector<std::uint8_t>> codes;
+  for (Backend* backend : {cpu_.get(), static_cast<Backend*>(&oracle_)}) {
+    const DeviceBuffer src = upload(*backend, DType::f32, source);
+    DeviceBuffer shared = upload(*backend, DType::f32, std::vector<float>{0.5f});
+    DeviceBuffer dst = backend->allocate(DType::e4m3, source.size());
+    backend->cast(CastKind::f32_to_e4m3_scaled, {&src, &dst, &shared, &shared, 0});
+    codes.push_back(download<std::uint8_t>(*backend, dst));
+  }
+  EXPECT_EQ(codes[0], codes[1]);
+  EXPECT_EQ(codes[1][3], num::f32_to_e4m3_bits(100.0f * 100.0f, true)) << "scaled by the amax written first";
+}
+
+std::vector<std::uint16_t> stochastic_on(Backend& backend, const std::vector<float>& source, std::uint64_t seed) {
+  const DeviceBuffer src = upload(backend, DType::f32, source);
+  DeviceBuffer dst = backend.allocate(DType::bf16, source.size());
+  backend.cast(CastKind::f32_to_bf16_stochastic, {&src, &dst, nullptr, nullptr, seed});
+  return download<std::uint16_t>(backend, dst);
+}
+
+// Every bf16 rounding boundary meets random words of a fresh seed and of seeds whose counters
+// carry across 32 and 64 bits; each element's word is that of its own index.
+TEST_F(CpuElementLoops, StochasticCastMatchesTheReferenceAtEveryRoundingBoundary) {
+  const auto source = rounding_boundaries();
+  const std::uint64_t fresh = ::testing::UnitTest::GetInstance()->random_seed();
+  for (std::uint64_t seed : {fresh, std::uint64_t{0}, std::uint64_t{0xFFFFFFFF}, ~std::uint64_t{0}}) {
+    SCOPED_TRACE(fmt::format("seed {}", seed));
+    EXPECT_EQ(first_difference(stochastic_on(*cpu_, source, seed), stochastic_on(oracle_, source, seed)), "");
+  }
+}
+
+TEST_F(CpuElementLoops, StochasticCastMatchesTheReferenceOnRandomPatternsOfEveryTail) {
+  const std::uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (const auto& source : random_patterns(seed)) {
+    SCOPED_TRACE(fmt::format("n {}", source.size()));
+    EXPECT_EQ(first_difference(stochastic_on(*cpu_, source, seed + 1), stochastic_on(oracle_, source, seed + 1)), "");
   }
 }
 

@@ -1,6 +1,7 @@
 // The oracle itself, against hand-computed values.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 
 #include "amp/formats.hpp"
@@ -111,6 +112,20 @@ TEST(Reference, ScaledE4m3CastRecordsAmaxAndSaturates) {
   EXPECT_EQ(element_as_float(dst, 0), 2.0f);
   EXPECT_EQ(element_as_float(dst, 1), -7.0f);
   EXPECT_EQ(element_as_float(dst, 2), 448.0f);  // 2000 saturates to e4m3's largest value
+}
+
+// Quiet and signalling NaNs, of either sign, anywhere (the last element included): the amax is that
+// of the other elements.
+TEST(Reference, ScaledE4m3AmaxLeavesEveryNanOut) {
+  reference::ReferenceBackend r;
+  const float values[] = {5.0f, std::bit_cast<float>(0x7F800001u), -2.0f, NAN, 1.0f, std::bit_cast<float>(0xFFA00000u)};
+  DeviceBuffer src = r.allocate(DType::f32, 6), dst = r.allocate(DType::e4m3, 6);
+  DeviceBuffer scale = r.allocate(DType::f32, 1), amax = r.allocate(DType::f32, 1);
+  const float one = 1.0f;
+  r.upload(src, values, sizeof values);
+  r.upload(scale, &one, sizeof one);
+  r.cast(CastKind::f32_to_e4m3_scaled, {&src, &dst, &scale, &amax, 0});
+  EXPECT_EQ(element_as_float(amax, 0), 5.0f);
 }
 
 TEST(Reference, StochasticRoundingIsUnbiased) {

@@ -36,7 +36,7 @@ bool worth_threads(std::size_t work) { return work >= (std::size_t{1} << 15); }
 // AVX-512 and AVX2 as well, and the widest the CPU has is chosen when the program loads: the rest of
 // the project is built for baseline x86-64.
 #if defined(__x86_64__) && defined(__GNUC__)
-#define MPBENCH_WIDEST_SIMD [[gnu::target_clones("avx512f", "avx2", "default")]]
+#define MPBENCH_WIDEST_SIMD [[gnu::target_clones("avx2", "default")]]
 #else
 #define MPBENCH_WIDEST_SIMD
 #endif
@@ -136,6 +136,44 @@ void add_values(Tensor<float> x, std::size_t first, const float* values, std::si
 #pragma omp simd
   for (std::size_t i = 0; i < n; ++i) dst[i] += values[i];
   write_values(x, first, n, dst);
+}
+
+// 2^n as an fp32 for n in [-126, 127], built in the exponent field.
+[[gnu::always_inline]] inline float power_of_two(std::int32_t n) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(n + 127) << 23);
+}
+
+// e^x for x <= 0 (a logit less its row's largest) within about 1 fp32 ulp, in a form the compiler
+// vectorizes once inlined into the loop's clones (std::exp is a call per element): x = n ln2 + r,
+// |r| <= ln2/2, with ln2 in two parts so that n ln2 loses nothing; e^r by a degree-7 polynomial;
+// times 2^n in two factors, so that results in the subnormal range are rounded once, as std::exp
+// rounds them. Below -104 (where e^x rounds to 0) x is clamped. n is rounded by adding 1.5 * 2^23,
+// whose low mantissa bits then hold it as an integer: no conversion, which a NaN would make
+// undefined; a NaN goes through r, and the result is NaN.
+[[gnu::always_inline]] inline float exp_nonpositive(float x) {
+  constexpr float kRound = 12582912.0f;
+  const float clamped = std::max(x, -104.0f);
+  const float shifted = clamped * 1.44269504088896341f + kRound;
+  const float n = shifted - kRound;
+  const std::int32_t k = std::bit_cast<std::int32_t>(shifted) - std::bit_cast<std::int32_t>(kRound);
+  const float r = (clamped - n * 0.693359375f) + n * 2.12194440e-4f;
+  const float poly =
+      ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
+       1.6666665459e-1f) * r + 5.0000001201e-1f;
+  const float er = poly * r * r + r + 1.0f;
+  const std::int32_t half = k >> 1;
+  return er * power_of_two(half) * power_of_two(k - half);
+}
+
+// p[v] = e^(z[v] - max_logit) for v < V; returns their sum, accumulated in double. Two loops: the
+// compiler vectorizes neither with the fp32 values and the double sum in one.
+MPBENCH_WIDEST_SIMD double exp_shifted(const float* z, float max_logit, float* p, int V) {
+#pragma omp simd
+  for (int v = 0; v < V; ++v) p[v] = exp_nonpositive(z[v] - max_logit);
+  double total = 0;
+#pragma omp simd reduction(+ : total)
+  for (int v = 0; v < V; ++v) total += p[v];
+  return total;
 }
 
 MPBENCH_WIDEST_SIMD void round_to_bf16(float* x, std::size_t n) {
@@ -656,11 +694,7 @@ void CpuTransformerOps::softmax_crossentropy_forward(float* losses, float* probs
     float max_logit = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : max_logit)
     for (int v = 0; v < V; ++v) max_logit = std::max(max_logit, z[v]);
-    double total = 0;
-    for (int v = 0; v < V; ++v) {
-      p[v] = std::exp(z[v] - max_logit);
-      total += p[v];
-    }
+    const double total = exp_shifted(z, max_logit, p, V);
     const float inverse = static_cast<float>(1.0 / total);
 #pragma omp simd
     for (int v = 0; v < V; ++v) p[v] *= inverse;
@@ -685,12 +719,20 @@ void CpuTransformerOps::softmax_crossentropy_backward(Tensor<float> dlogits, con
   }
 }
 
-// In double through adamw_update_element, as the reference does: the same bits.
-void CpuTransformerOps::adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
-                                     const AdamWStep& step) {
-  // Each thread's own copy of step, which no store to params can alias: with math functions that
-  // need not set errno (see CMakeLists.txt), its pow() terms are then hoisted out of the loop.
-#pragma omp parallel for schedule(static) firstprivate(step) if (worth_threads(n))
+namespace {
+
+// adamw_update's loop over one thread's share, four doubles to a vector where the CPU has AVX2.
+// Not the AVX-512 clone the other loops have: GCC's avx512f implies FMA, and fusing the products
+// into the sums of adamw_update_element would give other bits than the reference's separate
+// roundings (avx2 alone has no FMA). Wider vectors would not help: the three divisions and the
+// square root per element keep the divider busy at any width. `step` by value, a copy no store to
+// params can alias: with math functions that need not set errno (see CMakeLists.txt), its pow()
+// terms are then hoisted out of the loop.
+#if defined(__x86_64__) && defined(__GNUC__)
+[[gnu::target_clones("avx2", "default")]]
+#endif
+void adamw_share(float* params, const float* grads, float* m, float* v, std::size_t n, AdamWStep step) {
+#pragma omp simd
   for (std::size_t i = 0; i < n; ++i) {
     double p = params[i], mi = m[i], vi = v[i];
     adamw_update_element(p, mi, vi, double(grads[i]), step);
@@ -698,6 +740,16 @@ void CpuTransformerOps::adamw_update(float* params, const float* grads, float* m
     m[i] = static_cast<float>(mi);
     v[i] = static_cast<float>(vi);
   }
+}
+
+}  // namespace
+
+// In double through adamw_update_element, as the reference does: the same bits.
+void CpuTransformerOps::adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                                     const AdamWStep& step) {
+  in_shares(n, [&](std::size_t first, std::size_t count) {
+    adamw_share(params + first, grads + first, m + first, v + first, count, step);
+  });
 }
 
 // inf and NaN elements carry through the sum of squares (squares are never negative, so no

@@ -428,17 +428,39 @@ TEST_P(CpuOps, SoftmaxCrossEntropy) {
   }
 }
 
+// Empty when the bit patterns agree (NaNs included), else the first element that differs.
+std::string first_bit_difference(const Vec& got, const Vec& want) {
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (std::bit_cast<std::uint32_t>(got[i]) != std::bit_cast<std::uint32_t>(want[i]))
+      return "element " + std::to_string(i) + ": " + std::to_string(got[i]) + ", the reference " +
+             std::to_string(want[i]);
+  return "";
+}
+
+// The same double arithmetic of adamw_update_element in both, in the vector loop's lanes and its
+// scalar tail: lengths that leave every remainder of 4 and 8, one thread and all; the first step
+// and late ones, with and without weight decay and gradient scaling; zero, huge, inf and NaN
+// gradients among the random ones.
 TEST_P(CpuOps, AdamWIsTheReferenceBitForBit) {
-  const std::size_t n = 10007;
-  auto params = both(random(n)), grads = both(random(n)), m = both(random(n, -0.1, 0.1));
-  auto v = both(random(n, 0, 0.01));
-  const AdamWStep step{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3};
-  cpu_.adamw_update(params.c(), grads.c(), m.c(), v.c(), n, step);
-  ref_.adamw_update(params.r(), grads.r(), m.r(), v.r(), n, step);
-  // The same double arithmetic of adamw_update_element in both.
-  EXPECT_EQ(params.cpu.download(), params.ref.download());
-  EXPECT_EQ(m.cpu.download(), m.ref.download());
-  EXPECT_EQ(v.cpu.download(), v.ref.download());
+  const AdamWStep steps[] = {{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3}, {6e-4f, 0.9f, 0.999f, 1e-8f, 0.0f, 1.0f, 1},
+                             {1e-2f, 0.8f, 0.95f, 1e-6f, 0.01f, 3.0f, 1000}};
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{13}, std::size_t{10007}, std::size_t{100005}})
+    for (const AdamWStep& step : steps) {
+      SCOPED_TRACE("n " + std::to_string(n) + " t " + std::to_string(step.t));
+      Vec g = random(n);
+      for (std::size_t i = 0; i + 4 < n; i += 97) {
+        g[i] = 0.0f;
+        g[i + 1] = 3e38f;
+        g[i + 2] = (i / 97) % 2 ? std::numeric_limits<float>::infinity() : -1e-30f;
+        g[i + 3] = std::numeric_limits<float>::quiet_NaN();
+      }
+      auto params = both(random(n)), grads = both(g), m = both(random(n, -0.1, 0.1)), v = both(random(n, 0, 0.01));
+      cpu_.adamw_update(params.c(), grads.c(), m.c(), v.c(), n, step);
+      ref_.adamw_update(params.r(), grads.r(), m.r(), v.r(), n, step);
+      EXPECT_EQ(first_bit_difference(params.cpu.download(), params.ref.download()), "") << "params";
+      EXPECT_EQ(first_bit_difference(m.cpu.download(), m.ref.download()), "") << "m";
+      EXPECT_EQ(first_bit_difference(v.cpu.download(), v.ref.download()), "") << "v";
+    }
 }
 
 TEST_P(CpuOps, GlobalNorm) {
