@@ -50,10 +50,13 @@ std::string isa_limit(const ResultDocument& doc) {
   return "none";
 }
 
-std::string cpu_machine(const ResultDocument& doc) {
+std::string cpu_hardware(const ResultDocument& doc) {
   const std::string model = string_at(doc.env, "/cpu/model");
-  return fmt::format("CPU {}, ISA {}, ISA limit {}", model.empty() ? "?" : model,
-                     fmt::join(cpu_flags_present(doc.env), " "), isa_limit(doc));
+  return fmt::format("CPU {}, ISA {}", model.empty() ? "?" : model, fmt::join(cpu_flags_present(doc.env), " "));
+}
+
+std::string cpu_machine(const ResultDocument& doc) {
+  return fmt::format("{}, ISA limit {}", cpu_hardware(doc), isa_limit(doc));
 }
 
 // Every result document of a folder, sorted by name; other JSON goes to `ignored`.
@@ -128,6 +131,8 @@ void check_each_run_once(const Side& side) {
 }  // namespace
 
 std::string machine_of(const ResultDocument& doc) { return ran_on_gpu(doc) ? gpu_machine(doc) : cpu_machine(doc); }
+
+std::string hardware_of(const ResultDocument& doc) { return ran_on_gpu(doc) ? gpu_machine(doc) : cpu_hardware(doc); }
 
 std::set<std::string> suites_of(const ResultDocument& doc) {
   std::set<std::string> suites;

@@ -37,6 +37,9 @@ struct Side {
 // The machine a run measured: "CPU <model>, ISA <flags it has>, ISA limit <--cpu-isa or none>",
 // or "GPU <name>, CUDA <runtime>" for a run on a GPU.
 std::string machine_of(const ResultDocument& doc);
+// The hardware alone: machine_of() without the ISA limit, which is a setting of the run (another
+// tool's documents, PyTorch's, record none).
+std::string hardware_of(const ResultDocument& doc);
 // run.suites, or the suites of its cases for a document without them.
 std::set<std::string> suites_of(const ResultDocument& doc);
 
