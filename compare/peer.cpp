@@ -12,16 +12,9 @@
 
 namespace mpbench::compare {
 
-bool is_torch_backend(std::string_view backend) { return backend == "torch" || backend == "torch-compile"; }
-
 bool is_torch_side(const Side& side) {
-  bool any = false;
-  for (const auto& run : side.runs)
-    for (const auto& c : run.document.cases) {
-      if (!is_torch_backend(c.backend)) return false;
-      any = true;
-    }
-  return any;
+  return !side.runs.empty() && std::all_of(side.runs.begin(), side.runs.end(),
+                                           [](const Run& run) { return is_torch_document(run.document); });
 }
 
 bool is_peer_comparison(const Side& a, const Side& b) { return is_torch_side(a) != is_torch_side(b); }

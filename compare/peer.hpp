@@ -24,8 +24,7 @@ namespace mpbench::compare {
 inline constexpr int kExitPeerCompared = 0;
 inline constexpr int kExitNothingPaired = 3;
 
-bool is_torch_backend(std::string_view backend);  // torch, torch-compile
-// Every case of every run of the side is PyTorch's.
+// Every run of the side is PyTorch's (is_torch_document; make_side keeps one tool per side).
 bool is_torch_side(const Side& side);
 // One side PyTorch's, the other mpbench's: compare pairs them instead of judging a regression.
 bool is_peer_comparison(const Side& a, const Side& b);

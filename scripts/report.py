@@ -1063,11 +1063,16 @@ def plot_peer(m: Machine) -> Plot | None:
                            f"{m.peer_label}'s documents of this machine (scripts/torch_baseline.py); they are drawn "
                            "here only, never in mpbench's own plots.", m.stamp(), size=(8, 1.5 + 0.3 * len(pairs)))
     colour = colours({p["precision"] for p in pairs})
-    for i, p in enumerate(pairs):
-        ax.barh(i, p["ratio"], color=colour[p["precision"]], label=p["precision"])
+    for i, p in enumerate(pairs):  # a stem from 1 (on par): a bar on a log axis would start nowhere
+        ax.hlines(i, 1, p["ratio"], color=colour[p["precision"]], linewidth=3)
+        ax.plot(p["ratio"], i, "o", color=colour[p["precision"]], label=p["precision"])
+        ax.annotate(f"{p['ratio']:.2f}x", (p["ratio"], i), xytext=(4, 3), textcoords="offset points", fontsize=7)
         plot.add(p["precision"], p["ratio"], p["case"], p["case"])
     ax.set_yticks(range(len(pairs)), [p["case"] for p in pairs], fontsize=7)
     ax.set_xscale("log")
+    ratios = [p["ratio"] for p in pairs] + [1.0]
+    ax.set_xlim(min(ratios) / 1.5, max(ratios) * 1.5)
+    ax.set_ylim(-0.7, len(pairs) - 0.3)
     ax.axvline(1, color="0.3", linewidth=1)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))

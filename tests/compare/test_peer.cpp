@@ -201,6 +201,17 @@ TEST(Peer, TextMarkdownAndJsonCarryTheRatiosAndBothSpeedups) {
   EXPECT_TRUE(found);
 }
 
+TEST(Peer, ASideMixingMpbenchAndPyTorchIsRefused) {
+  std::mt19937 rng(std::random_device{}());
+  const double t = random_seconds(rng);
+  try {
+    side_of("base", {gemm_doc("cpu", t, t), gemm_doc("torch", t, t)});
+    ADD_FAILURE() << "a side of both tools was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("a side holds runs of one tool"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Peer, MinRunsAppliesToBothSides) {
   std::mt19937 rng(std::random_device{}());
   const auto [mpbench, torch] = fallback_sides(random_seconds(rng));
