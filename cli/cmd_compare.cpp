@@ -1,6 +1,7 @@
 // `mpbench compare BASE NEW` (or --base PATH... --new PATH...): parses the arguments, hands them to
-// compare/ and prints its report. Exit status: compare::Report::exit_code(); unusable input, and a
-// report --out could not write, throw UsageError, which main() turns into exit 2.
+// compare/ and prints its report. Exit status: compare::Report::exit_code(), or for mpbench against
+// PyTorch (one side's documents all of backend torch/torch-compile) compare::PeerReport::exit_code();
+// unusable input, and a report --out could not write, throw UsageError, which main() turns into exit 2.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "compare/peer.hpp"
 #include "compare/render.hpp"
 #include "compare/report.hpp"
 #include "core/error.hpp"
@@ -95,18 +97,30 @@ int run_compare(const CompareArgs& args) {
   if (to_file) check_writable(args.out);
 
   const auto [base_paths, current_paths] = side_paths(args);
-  const auto report =
-      compare::compare(compare::load_side("base", base_paths), compare::load_side("new", current_paths), options);
+  const auto base = compare::load_side("base", base_paths), current = compare::load_side("new", current_paths);
+  // The report in the requested format and as text, with its exit status.
+  struct Rendered {
+    std::string chosen, text;
+    int exit_code;
+  };
+  const Rendered rendered = [&] {
+    if (compare::is_peer_comparison(base, current)) {
+      const auto report = compare::compare_peers(base, current, options);
+      return Rendered{compare::render_peer(report, format), compare::render_peer_text(report), report.exit_code()};
+    }
+    const auto report = compare::compare(base, current, options);
+    return Rendered{compare::render(report, format), compare::render_text(report), report.exit_code()};
+  }();
   if (!to_file) {
-    fmt::print("{}", compare::render(report, format));
-    return report.exit_code();
+    fmt::print("{}", rendered.chosen);
+    return rendered.exit_code;
   }
   // The file gets the requested format (e.g. markdown for a CI comment), the log the text: the log
   // first, so that the verdicts are on the screen whatever happens to the file.
-  fmt::print("{}", compare::render_text(report));
+  fmt::print("{}", rendered.text);
   std::fflush(stdout);
-  write_report(args.out, compare::render(report, format), format);
-  return report.exit_code();
+  write_report(args.out, rendered.chosen, format);
+  return rendered.exit_code;
 }
 
 }  // namespace
@@ -116,7 +130,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "compare",
       "Compare result documents case by case, one run or several per side; exit 1 on a regression, 3 when nothing "
-      "could be compared");
+      "could be compared. mpbench's documents against PyTorch's (scripts/torch_baseline.py) are paired by case: "
+      "mpbench vs PyTorch, exit 0 when a pair was compared, 3 when none");
   cmd->add_option("sides", args->positional, "BASE NEW: a result document or a folder of them (repeated runs) each");
   cmd->add_option("--base", args->base, "the base side's documents and folders (instead of BASE NEW)")
       ->expected(1, -1);

@@ -1,15 +1,17 @@
-// `mpbench explain RESULT.json [--baseline fp32] [--json]`: why each precision is or is not faster
-// than the baseline, from what the result document recorded. A malformed document is a UsageError
-// (exit 2).
+// `mpbench explain RESULT.json [--baseline fp32] [--peer TORCH.json] [--json]`: why each precision is
+// or is not faster than the baseline, from what the result document recorded, and with --peer
+// mpbench against PyTorch's document of the same cases. A malformed document is a UsageError (exit 2).
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/result.hpp"
 #include "profiler/explain.hpp"
+#include "profiler/peer.hpp"
 
 namespace mpbench::cli {
 
@@ -18,18 +20,38 @@ namespace {
 struct ExplainArgs {
   std::string result;
   std::string baseline = "fp32";
+  std::string peer;
   bool json = false;
 };
 
+// The PyTorch document of --peer, checked to be one, beside an mpbench RESULT.
+ResultDocument load_peer(const ExplainArgs& args, const ResultDocument& document) {
+  if (profiler::is_torch_document(document))
+    throw UsageError(fmt::format("'{}' is PyTorch's document (backend torch): give mpbench's as RESULT and PyTorch's "
+                                 "with --peer",
+                                 args.result));
+  ResultDocument peer = load_result(args.peer);
+  if (!profiler::is_torch_document(peer))
+    throw UsageError(fmt::format("--peer '{}' holds cases of other backends than torch and torch-compile: --peer "
+                                 "takes a document of scripts/torch_baseline.py",
+                                 args.peer));
+  return peer;
+}
+
 int run_explain(const ExplainArgs& args) {
   const ResultDocument document = load_result(args.result);
-  const auto explanation = [&] {
+  const auto peer = args.peer.empty() ? std::optional<ResultDocument>() : load_peer(args, document);
+  auto explanation = [&] {
     try {
       return profiler::explain(document, args.baseline);
     } catch (const UsageError& e) {  // what the document lacks: say which document
       throw UsageError(fmt::format("'{}': {}", args.result, e.what()));
     }
   }();
+  if (peer) {
+    explanation.peer_label = profiler::peer_label(*peer);
+    explanation.peer = profiler::peer_findings(document, *peer, args.baseline);
+  }
   if (args.json) fmt::print("{}\n", explanation.to_json().dump(2));
   else fmt::print("{}", explanation.to_text());
   return 0;
@@ -44,6 +66,9 @@ void add_explain_command(CLI::App& app, int& exit_code) {
                  "category (Amdahl) and the rules that fired, with their evidence");
   cmd->add_option("result", args->result, "result document written by mpbench run")->required();
   cmd->add_option("--baseline", args->baseline, "precision the speedups are taken over (default fp32)");
+  cmd->add_option("--peer", args->peer,
+                  "PyTorch's document of the same cases (scripts/torch_baseline.py): mpbench against PyTorch per "
+                  "suite and precision, and where PyTorch's low-precision path is much slower than the hardware allows");
   cmd->add_flag("--json", args->json, "print the explanation as JSON");
   cmd->callback([args, &exit_code] { exit_code = run_explain(*args); });
 }

@@ -27,6 +27,13 @@ const CaseResult* CaseIndex::find_ok(const CaseKey& key) const {
   return found == ok_.end() ? nullptr : found->second;
 }
 
+std::vector<CaseIndex> indexes_of(const Side& side) {
+  std::vector<CaseIndex> indexes;
+  indexes.reserve(side.runs.size());
+  for (const auto& run : side.runs) indexes.emplace_back(run.document);
+  return indexes;
+}
+
 namespace {
 
 // The ok case of the same suite and backend as `like` with this name and precision.

@@ -46,6 +46,9 @@ class CaseIndex {
   std::map<CaseKey, const CaseResult*> ok_;
 };
 
+// Each run's index, built once per side: every figure looks its partners up in it.
+std::vector<CaseIndex> indexes_of(const Side& side);
+
 // The figure `metric` of the ok case `c` of the run `index` was built from; empty where the run
 // has none (no case of the baseline precision, no copy to be a share of, the case is that copy
 // itself, no median).

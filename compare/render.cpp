@@ -77,6 +77,8 @@ std::vector<std::string> what_is_compared(const Options& o) {
                       confidence(o))};
 }
 
+}  // namespace
+
 // Free-form fields (case names, messages, file names, environment values) come from the documents:
 // in a report they must not move the terminal's cursor, reverse the text around them, break a line
 // or, in markdown, end a table cell.
@@ -87,6 +89,8 @@ std::string markdown_inline(const std::string& text) {
   std::replace_if(one_line.begin(), one_line.end(), [](char ch) { return ch == '\n' || ch == '\r'; }, ' ');
   return shown(one_line);
 }
+
+namespace {
 
 using Clean = std::string (*)(const std::string&);
 
@@ -115,12 +119,12 @@ std::string keys_line(const std::vector<CaseKey>& keys, Clean clean) {
   return fmt::format("{}", fmt::join(labels, ", "));
 }
 
-using Row = std::vector<std::string>;
-
 // Characters, not bytes: "±" takes two bytes of UTF-8 and one column.
 std::size_t columns(const std::string& text) {
   return std::count_if(text.begin(), text.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; });
 }
+
+}  // namespace
 
 std::string aligned_table(std::vector<Row> rows) {
   for (auto& row : rows)
@@ -140,6 +144,8 @@ std::string aligned_table(std::vector<Row> rows) {
   }
   return out;
 }
+
+namespace {
 
 Row comparison_header() {
   return {"verdict", "case", "tracked figure", "base", "new", "change", "interval", "noise", "runs"};
@@ -167,6 +173,8 @@ std::string markdown_row(const Row& cells) {
   return out + "\n";
 }
 
+}  // namespace
+
 std::string markdown_table(const Row& header, const std::vector<Row>& rows) {
   std::string out = markdown_row(header) + "|";
   for (std::size_t i = 0; i < header.size(); ++i) out += "---|";
@@ -174,6 +182,8 @@ std::string markdown_table(const Row& header, const std::vector<Row>& rows) {
   for (const auto& row : rows) out += markdown_row(row);
   return out;
 }
+
+namespace {
 
 // A regression in bold red, an improvement in green, noise in yellow: told apart at a glance.
 std::string markdown_verdict(const Comparison& c) {

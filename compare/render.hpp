@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "compare/report.hpp"
 
@@ -20,5 +21,16 @@ std::string render(const Report& report, Format format);
 std::string figure_label(const Comparison& c);
 // "3 noisy cases (inconclusive; ...): 9 runs per side would settle them"; empty without noisy ones.
 std::string noisy_summary(const Report& report);
+
+// The pieces every compare report is written with (the peer report among them).
+using Row = std::vector<std::string>;
+// A free-form field from a document with its control characters written as \xNN.
+std::string shown(const std::string& text);
+// The same on one line (a newline becomes a space), for markdown.
+std::string markdown_inline(const std::string& text);
+// Rows in columns, each line indented by two spaces, each cell shown().
+std::string aligned_table(std::vector<Row> rows);
+// A markdown table, each cell on one line with its pipes and backslashes escaped.
+std::string markdown_table(const Row& header, const std::vector<Row>& rows);
 
 }  // namespace mpbench::compare

@@ -21,14 +21,6 @@ struct CaseInRun {
   const CaseResult* result;
 };
 
-// Each run's index, built once: every figure looks its partners up in it.
-std::vector<CaseIndex> indexes_of(const Side& side) {
-  std::vector<CaseIndex> indexes;
-  indexes.reserve(side.runs.size());
-  for (const auto& run : side.runs) indexes.emplace_back(run.document);
-  return indexes;
-}
-
 // Each case's runs on the side, in run order (a document holding a case twice counts once).
 std::map<CaseKey, std::vector<CaseInRun>> runs_by_case(const Side& side, const std::vector<CaseIndex>& indexes) {
   std::map<CaseKey, std::vector<CaseInRun>> out;

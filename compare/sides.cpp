@@ -50,10 +50,13 @@ std::string isa_limit(const ResultDocument& doc) {
   return "none";
 }
 
-std::string cpu_machine(const ResultDocument& doc) {
+std::string cpu_hardware(const ResultDocument& doc) {
   const std::string model = string_at(doc.env, "/cpu/model");
-  return fmt::format("CPU {}, ISA {}, ISA limit {}", model.empty() ? "?" : model,
-                     fmt::join(cpu_flags_present(doc.env), " "), isa_limit(doc));
+  return fmt::format("CPU {}, ISA {}", model.empty() ? "?" : model, fmt::join(cpu_flags_present(doc.env), " "));
+}
+
+std::string cpu_machine(const ResultDocument& doc) {
+  return fmt::format("{}, ISA limit {}", cpu_hardware(doc), isa_limit(doc));
 }
 
 // Every result document of a folder, sorted by name; other JSON goes to `ignored`.
@@ -98,6 +101,19 @@ void check_one_machine(const Side& side) {
                                    machine_of(run.document)));
 }
 
+// PyTorch's runs are no repetitions of mpbench's: each tool goes on a side of its own.
+void check_one_tool(const Side& side) {
+  const Run& first = side.runs.front();
+  for (const Run& run : side.runs)
+    if (is_torch_document(run.document) != is_torch_document(first.document)) {
+      const bool first_torch = is_torch_document(first.document);
+      throw UsageError(fmt::format("{}: '{}' is {}'s document and '{}' {}'s: a side holds runs of one tool; put "
+                                   "mpbench's on one side and PyTorch's on the other",
+                                   side.name, printable(first.source), first_torch ? "PyTorch" : "mpbench",
+                                   printable(run.source), first_torch ? "mpbench" : "PyTorch"));
+    }
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code error;  // an in-memory run's source names no file
   return std::filesystem::equivalent(a, b, error);
@@ -127,7 +143,16 @@ void check_each_run_once(const Side& side) {
 
 }  // namespace
 
+bool is_torch_backend(std::string_view backend) { return backend == "torch" || backend == "torch-compile"; }
+
+bool is_torch_document(const ResultDocument& doc) {
+  return !doc.cases.empty() &&
+         std::all_of(doc.cases.begin(), doc.cases.end(), [](const CaseResult& c) { return is_torch_backend(c.backend); });
+}
+
 std::string machine_of(const ResultDocument& doc) { return ran_on_gpu(doc) ? gpu_machine(doc) : cpu_machine(doc); }
+
+std::string hardware_of(const ResultDocument& doc) { return ran_on_gpu(doc) ? gpu_machine(doc) : cpu_hardware(doc); }
 
 std::set<std::string> suites_of(const ResultDocument& doc) {
   std::set<std::string> suites;
@@ -158,6 +183,7 @@ Side make_side(std::string name, std::vector<Run> runs, std::vector<std::string>
   Side side{std::move(name), std::move(runs), std::move(ignored_files)};
   if (side.runs.empty()) throw UsageError(fmt::format("{}: no result document given", side.name));
   check_each_run_once(side);
+  check_one_tool(side);
   check_one_selection(side);
   check_one_machine(side);
   return side;

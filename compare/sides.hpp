@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.hpp"
@@ -34,16 +35,24 @@ struct Side {
   std::set<CaseKey> case_keys() const;
 };
 
+// PyTorch's backends in documents of scripts/torch_baseline.py: torch, torch-compile.
+bool is_torch_backend(std::string_view backend);
+// Every case of the document is PyTorch's (and it has one).
+bool is_torch_document(const ResultDocument& doc);
+
 // The machine a run measured: "CPU <model>, ISA <flags it has>, ISA limit <--cpu-isa or none>",
 // or "GPU <name>, CUDA <runtime>" for a run on a GPU.
 std::string machine_of(const ResultDocument& doc);
+// The hardware alone: machine_of() without the ISA limit, which is a setting of the run (another
+// tool's documents, PyTorch's, record none).
+std::string hardware_of(const ResultDocument& doc);
 // run.suites, or the suites of its cases for a document without them.
 std::set<std::string> suites_of(const ResultDocument& doc);
 
 // Files and folders (every *.json in a folder whose top level has a "schema" field; Google
 // Benchmark's JSON beside them is listed as ignored). Throws UsageError, on one line, for a
 // missing path, malformed JSON, another schema version, a folder without a result document, or
-// runs of different suites or machines on the side.
+// runs of different suites or machines, or of mpbench and PyTorch, on the side.
 Side load_side(std::string name, const std::vector<std::filesystem::path>& paths);
 // The same checks on documents already in memory.
 Side make_side(std::string name, std::vector<Run> runs, std::vector<std::string> ignored_files = {});

@@ -612,7 +612,7 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
   if (baseline_cases.empty())
     throw UsageError(fmt::format("no case ran in the baseline precision '{}': pick one that ran with --baseline",
                                  baseline));
-  Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc, CopyIndex(doc))};
+  Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc, CopyIndex(doc)), {}, {}};
   const DocumentFacts facts = gather_facts(doc, baseline);
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;
@@ -639,6 +639,10 @@ json Explanation::to_json() const {
     j["cases"].push_back(jc);
   }
   for (const auto& f : findings) j["findings"].push_back(finding_json(f));
+  if (!peer_label.empty()) {
+    j["peer"] = {{"label", peer_label}, {"findings", json::array()}};
+    for (const auto& f : peer) j["peer"]["findings"].push_back(finding_json(f));
+  }
   return j;
 }
 
@@ -664,6 +668,11 @@ std::string Explanation::to_text() const {
   if (!findings.empty()) {
     out += "\nwhole document:\n";
     append_findings(out, findings, "    ");
+  }
+  if (!peer_label.empty()) {
+    out += fmt::format("\nagainst {}; ratios above 1: mpbench faster:\n", peer_label);
+    if (peer.empty()) out += "    no ok case pairs with one of PyTorch's by suite, name and precision\n";
+    append_findings(out, peer, "    ");
   }
   return out;
 }

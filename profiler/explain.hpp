@@ -59,6 +59,9 @@ struct Explanation {
   std::vector<Finding> verdict;
   std::vector<CaseExplanation> cases;
   std::vector<Finding> findings;  // about the document as a whole (casts, ...)
+  // With --peer: mpbench against PyTorch (profiler/peer.hpp); peer_label names PyTorch's side.
+  std::string peer_label;
+  std::vector<Finding> peer;
 
   nlohmann::json to_json() const;
   std::string to_text() const;

@@ -196,6 +196,12 @@ class Machine:
     sources: list = field(default_factory=list)
     runs: dict = field(default_factory=dict)  # case key -> [case of each document]
     speedup_runs: dict = field(default_factory=dict)  # case key -> [speedup of each document]
+    # PyTorch's documents of the same hardware (scripts/torch_baseline.py): drawn beside mpbench's,
+    # never mixed into its series. (suite, name, precision) -> [PyTorch's case of each document]
+    peer_runs: dict = field(default_factory=dict)
+    peer_sources: list = field(default_factory=list)
+    peer_label: str = ""
+    first_doc: dict = field(default_factory=dict, repr=False)
 
     def ok(self, suite: str) -> list[dict]:
         merged = (merge_runs([c for c in runs if c["status"] == "ok"]) for key, runs in sorted(self.runs.items())
@@ -269,11 +275,41 @@ def machine_of(doc: dict) -> tuple[str, str, str]:
     return f"CPU {model}, ISA {' '.join(flags)}, ISA limit {limit}", label, ""
 
 
+TORCH_BACKENDS = ("torch", "torch-compile")
+
+
+def is_torch_document(doc: dict) -> bool:
+    """A document of scripts/torch_baseline.py: every case PyTorch's."""
+    return bool(doc["cases"]) and all(c["backend"] in TORCH_BACKENDS for c in doc["cases"])
+
+
+def hardware_of(doc: dict) -> str:
+    """The machine without what PyTorch's documents do not record: the ISA limit (a setting of
+    mpbench's run) and, on a GPU, the CUDA runtime mpbench was built with."""
+    identity = machine_of(doc)[0]
+    return identity.rsplit(", CUDA ", 1)[0] if ran_on_gpu(doc) else identity.rsplit(", ISA limit ", 1)[0]
+
+
+def attach_peers(machines: list[Machine], documents: list[tuple[Path, dict]], notes: list[str]):
+    """Each PyTorch document to the machine of mpbench's documents with its hardware."""
+    for path, doc in sorted(documents, key=lambda d: d[1]["created"]):
+        m = next((m for m in machines if m.sources and hardware_of(m.first_doc) == hardware_of(doc)), None)
+        if m is None:
+            notes.append(f"PyTorch document {path} not drawn: no mpbench document of its machine "
+                         f"({hardware_of(doc)})")
+            continue
+        version = (doc["env"].get("torch") or {}).get("version")
+        m.peer_label = f"PyTorch {version}" if version else "PyTorch"
+        m.peer_sources.append(str(path))
+        for c in doc["cases"]:
+            m.peer_runs.setdefault((c["suite"], c["name"], c["precision"]), []).append(c)
+
+
 def group_by_machine(documents: list[tuple[Path, dict]]) -> list[Machine]:
     machines: dict[str, Machine] = {}
     for path, doc in sorted(documents, key=lambda d: d[1]["created"]):
         key, label, cuda = machine_of(doc)
-        m = machines.setdefault(key, Machine(key, label, doc["env"], cuda))
+        m = machines.setdefault(key, Machine(key, label, doc["env"], cuda, first_doc=doc))
         m.dates.append(doc["created"])
         m.sources.append(str(path))
         for c in doc["cases"]:
@@ -995,6 +1031,57 @@ def save(plot: Plot, out: Path) -> dict:
     return {"name": plot.name, "title": plot.title, "caption": plot.caption}
 
 
+def peer_pairs(m: Machine) -> list[dict]:
+    """mpbench's ok cases that PyTorch measured too, by suite, name and precision: each side's median
+    time (the median over its documents), PyTorch's over mpbench's, and each side's speedup over fp32."""
+    def torch_time(key):
+        times = [c["metrics"]["seconds"]["median"] for c in m.peer_runs.get(key, [])
+                 if c["status"] == "ok" and "seconds" in c.get("metrics", {})]
+        return median(times) if times else None
+
+    speedups, pairs = m.speedups(), []
+    for suite in sorted({k[0] for k in m.runs}):
+        for c in m.ok(suite):
+            key = (c["suite"], c["name"], c["precision"])
+            mine, theirs = c.get("metrics", {}).get("seconds", {}).get("median"), torch_time(key)
+            if not mine or not theirs:
+                continue
+            torch_fp32 = torch_time((c["suite"], c["name"], "fp32")) if c["precision"] != "fp32" else None
+            mine_speedup = speedups.get(case_key(c))
+            pairs.append({"case": "/".join(key), "precision": c["precision"], "mpbench_s": mine, "torch_s": theirs,
+                          "ratio": theirs / mine, "mpbench_speedup": mine_speedup["speedup"] if mine_speedup else None,
+                          "torch_speedup": torch_fp32 / theirs if torch_fp32 else None})
+    return pairs
+
+
+def plot_peer(m: Machine) -> Plot | None:
+    pairs = peer_pairs(m)
+    if not pairs:
+        return None
+    plot, (ax,) = new_plot(f"peer-{slug(m.label)}", f"mpbench against {m.peer_label} — {m.label}",
+                           f"PyTorch's time over mpbench's per case and precision (above 1: mpbench faster), from "
+                           f"{m.peer_label}'s documents of this machine (scripts/torch_baseline.py); they are drawn "
+                           "here only, never in mpbench's own plots.", m.stamp(), size=(8, 1.5 + 0.3 * len(pairs)))
+    colour = colours({p["precision"] for p in pairs})
+    for i, p in enumerate(pairs):  # a stem from 1 (on par): a bar on a log axis would start nowhere
+        ax.hlines(i, 1, p["ratio"], color=colour[p["precision"]], linewidth=3)
+        ax.plot(p["ratio"], i, "o", color=colour[p["precision"]], label=p["precision"])
+        ax.annotate(f"{p['ratio']:.2f}x", (p["ratio"], i), xytext=(4, 3), textcoords="offset points", fontsize=7)
+        plot.add(p["precision"], p["ratio"], p["case"], p["case"])
+    ax.set_yticks(range(len(pairs)), [p["case"] for p in pairs], fontsize=7)
+    ax.set_xscale("log")
+    ratios = [p["ratio"] for p in pairs] + [1.0]
+    ax.set_xlim(min(ratios) / 1.5, max(ratios) * 1.5)
+    ax.set_ylim(-0.7, len(pairs) - 0.3)
+    ax.axvline(1, color="0.3", linewidth=1)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize=7)
+    ax.set_xlabel("PyTorch's time / mpbench's")
+    ax.grid(True, which="major", axis="x", alpha=0.3)
+    return plot
+
+
 def single_machine_plots(m: Machine, notes: list[str]):
     """Figures one at a time, so each is saved and closed before the next is drawn."""
     yield plot_gemm_sizes(m)
@@ -1004,6 +1091,7 @@ def single_machine_plots(m: Machine, notes: list[str]):
     yield plot_bandwidth(m)
     yield plot_casts(m)
     yield from transformer_plots(m)
+    yield plot_peer(m)
 
 
 def machine_figures(m: Machine, notes: list[str]):
@@ -1067,6 +1155,19 @@ def cases_table(m: Machine) -> str:
                   "rates", "speedup"], rows)
 
 
+def peer_table(m: Machine) -> str:
+    def times(v):
+        return f"{v:.2f}x" if v else ""
+
+    rows = [[p["case"], format_seconds(p["mpbench_s"]), format_seconds(p["torch_s"]), times(p["ratio"]),
+             times(p["mpbench_speedup"]), times(p["torch_speedup"])] for p in peer_pairs(m)]
+    if not rows:
+        return f"<p>No case of mpbench's pairs with one of {html.escape(m.peer_label)}'s.</p>"
+    return table(["case", "mpbench median time", f"{m.peer_label} median time",
+                  "mpbench vs PyTorch (PyTorch's time / mpbench's)", "mpbench speedup over fp32",
+                  "PyTorch speedup over fp32"], rows)
+
+
 def not_ok_table(machines: list[Machine]) -> str:
     rows = [[m.label, case_label(c), c["status"], c.get("message", ""), c.get("source", "")]
             for m in machines for c in m.not_ok()]
@@ -1097,6 +1198,9 @@ def write_html(out: Path, machines: list[Machine], figures: list[dict], notes: l
     parts += ["<h2>Cases not drawn (status not ok)</h2>", not_ok_table(machines)]
     for m in machines:
         parts += [f"<h2>Cases — {html.escape(m.label)}</h2>", cases_table(m)]
+        if m.peer_sources:
+            parts += [f"<h2>mpbench against {html.escape(m.peer_label)} — {html.escape(m.label)}</h2>",
+                      f"<p>From {html.escape(', '.join(m.peer_sources))}.</p>", peer_table(m)]
     if notes or ignored:
         items = [html.escape(n) for n in notes] + [f"ignored (not an mpbench result): {html.escape(str(p))}"
                                                    for p in ignored]
@@ -1107,12 +1211,13 @@ def write_html(out: Path, machines: list[Machine], figures: list[dict], notes: l
 
 def build_report(args) -> Path:
     documents, ignored = load_documents(args.results)
-    machines = group_by_machine(documents)
+    notes: list[str] = []
+    machines = group_by_machine([d for d in documents if not is_torch_document(d[1])])
+    attach_peers(machines, [d for d in documents if is_torch_document(d[1])], notes)
     reference = find_machine(machines, args.reference_machine) if args.reference_machine else None
     prices = load_prices(args.prices) if args.prices else None
     staging = make_staging_folder(args.out)
     try:
-        notes: list[str] = []
         plots = itertools.chain(*(machine_figures(m, notes) for m in machines),
                                 (("Several machines", p) for p in machine_plots(machines, reference, prices, notes)))
         figures = [dict(save(p, staging), group=group) for group, p in plots if p is not None]

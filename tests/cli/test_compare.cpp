@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "compare/peer.hpp"
 #include "compare/report.hpp"
 #include "core/error.hpp"
 #include "run_mpbench.hpp"
@@ -94,6 +95,52 @@ TEST(CompareCommand, ExitCodesForEveryOutcome) {
   EXPECT_EQ(run_cli({fixture("gemm_base.json"), fixture("gemm_base.json"), "--threshold", "5"}), 2);
   EXPECT_EQ(run_cli({fixture("gemm_base.json"), fixture("gemm_base.json"), "--format", "html"}), 2);
   EXPECT_EQ(run_cli({fixture("gemm_base.json")}), 2) << "one side only";
+}
+
+// gemm_base.json as scripts/torch_baseline.py would write PyTorch's counterpart of it: backend
+// torch, env.torch, every time of square_2048 bf16 scaled by `factor`.
+nlohmann::json torch_counterpart(double factor) {
+  auto doc = scaled(read(fixture("gemm_base.json")), "square_2048", "bf16", factor);
+  for (auto& c : doc["cases"]) c["backend"] = "torch";
+  doc["env"]["torch"] = {{"version", "2.5.1"}};
+  return doc;
+}
+
+TEST(CompareCommand, MpbenchAgainstPyTorchInEitherOrderIsAPeerComparisonThatNeverExits1) {
+  for (const double factor : {3.0, 1.0 / 3}) {  // PyTorch three times slower, then three times faster
+    const auto path = scratch_path("torch.json");
+    write(path, torch_counterpart(factor));
+    for (const bool mpbench_first : {true, false}) {
+      std::string out;
+      const auto mpbench = fixture("gemm_base.json");
+      const int status = mpbench_first ? run_cli({mpbench, path.string()}, &out) : run_cli({path.string(), mpbench}, &out);
+      EXPECT_EQ(status, kExitPeerCompared) << out;
+      EXPECT_NE(out.find("mpbench compare: mpbench against PyTorch"), std::string::npos) << out;
+      EXPECT_NE(out.find("mpbench (cuda): 1 run"), std::string::npos) << out;
+      EXPECT_NE(out.find("PyTorch 2.5.1 eager (cuda): 1 run"), std::string::npos) << out;
+      const std::string verdict = factor > 1 ? "mpbench faster  gemm/square_2048/bf16" : "PyTorch faster  gemm/square_2048/bf16";
+      EXPECT_NE(out.find(verdict), std::string::npos) << out;
+      EXPECT_NE(out.find(factor > 1 ? "3.00x" : "0.33x"), std::string::npos) << out;
+    }
+    std::string json_out;
+    EXPECT_EQ(run_cli({fixture("gemm_base.json"), path.string(), "--format", "json"}, &json_out), 0);
+    const auto j = nlohmann::json::parse(json_out);
+    EXPECT_EQ(j["kind"], "peer");
+    EXPECT_EQ(j["exit_status"], 0);
+    EXPECT_EQ(j["summary"]["compared"], 5);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(CompareCommand, MpbenchAgainstPyTorchWithNothingPairedExits3) {
+  auto doc = torch_counterpart(1);
+  for (auto& c : doc["cases"]) c["name"] = "other_" + c["name"].get<std::string>();
+  const auto path = scratch_path("torch_unpaired.json");
+  write(path, doc);
+  std::string out;
+  EXPECT_EQ(run_cli({fixture("gemm_base.json"), path.string()}, &out), kExitNothingPaired) << out;
+  EXPECT_NE(out.find("nothing compared: no case of mpbench's"), std::string::npos) << out;
+  std::filesystem::remove(path);
 }
 
 TEST(CompareCommand, NothingComparedHasAnExitStatusOfItsOwn) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <set>
 #include <string>
 
 #include "../cli/run_mpbench.hpp"
@@ -917,6 +918,52 @@ TEST_F(ExplainCli, ExplainsARealCpuRun) {
   EXPECT_EQ(j["verdict"][0]["severity"], "warning");
   EXPECT_NE(j["verdict"][0]["message"].get<std::string>().find("cannot make"), std::string::npos) << j["verdict"];
   EXPECT_LT(text.out.find("verdict:"), text.out.find("gemm/square_512/cpu/bf16")) << text.out;
+}
+
+// A real CPU run and its PyTorch counterpart as scripts/torch_baseline.py writes one (backend torch,
+// env.torch), bf16 twenty times slower than mpbench's: the slow-path rule names the fallback
+// exactly where the CPU's flags lack bf16 instructions.
+TEST_F(ExplainCli, PeerComparesWithPyTorchsDocumentAndRefusesTheWrongOne) {
+  using mpbench::testing::run_mpbench;
+  const auto out = folder_ / "r.json", peer = folder_ / "torch.json";
+  const auto run = run_mpbench({"run", "--suite", "gemm", "--device", "cpu", "--quick", "--precision", "fp32,bf16",
+                                "--filter", "square_512/", "--out", out.string()},
+                               folder_);
+  ASSERT_EQ(run.status, 0) << run.err;
+  json torch = load_result(out).to_json();
+  for (auto& c : torch["cases"]) {
+    c["backend"] = "torch";
+    if (c["precision"] != "bf16") continue;
+    auto& s = c["metrics"]["seconds"];
+    for (const char* key : {"median", "min", "max", "mean", "stddev"}) s[key] = s[key].get<double>() * 20;
+    for (auto& v : s["values"]) v = v.get<double>() * 20;
+  }
+  torch["env"]["torch"] = {{"version", "2.5.1"}};
+  torch["speedups"] = json::array();
+  std::ofstream(peer) << torch.dump();
+
+  const auto text = run_mpbench({"explain", out.string(), "--peer", peer.string()}, folder_);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("against PyTorch 2.5.1 (cpu); ratios above 1: mpbench faster:"), std::string::npos) << text.out;
+  const auto j = json::parse(run_mpbench({"explain", out.string(), "--peer", peer.string(), "--json"}, folder_).out);
+  std::set<std::string> rules;
+  for (const auto& f : j["peer"]["findings"]) {
+    rules.insert(f["rule"].get<std::string>());
+    if (f["rule"] == "peer_comparison" && f["evidence"]["precision"] == "bf16") {
+      EXPECT_NEAR(f["evidence"]["median_ratio"].get<double>(), 20.0, 1e-6);
+    }
+  }
+  const auto& flags = torch["env"]["cpu"]["flags"];
+  const bool bf16_instructions = flags.value("avx512_bf16", false) || flags.value("amx_bf16", false);
+  EXPECT_EQ(rules.contains("peer_bf16_fallback"), !bf16_instructions) << j["peer"].dump(2);
+  EXPECT_EQ(rules.contains("peer_slow_low_precision"), bf16_instructions) << j["peer"].dump(2);
+
+  for (const auto& args : {std::vector<std::string>{"explain", peer.string(), "--peer", out.string()},
+                           std::vector<std::string>{"explain", out.string(), "--peer", out.string()}}) {
+    const auto r = run_mpbench(args, folder_);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_EQ(mpbench::testing::count_lines(r.err), 1) << r.err;
+  }
 }
 
 TEST_F(ExplainCli, BadDocumentsExitWithStatus2AndOneLine) {

@@ -1,6 +1,7 @@
 """scripts/report.py on fixture documents built in conftest.py and validated against the schema."""
 import json
 import os
+import random
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -388,3 +389,62 @@ def test_baseline_first_value_labels_and_modes_not_run_with_their_reason(report,
         assert label in svg, label
     assert "not run: amp-fp16" in svg
     assert "Not run here: amp-fp16 (skipped: fp16 GEMMs need a GPU)" in (out / "index.html").read_text()
+
+
+def torch_document(mpbench_doc, slowdown):
+    """PyTorch's counterpart of an mpbench document as scripts/torch_baseline.py writes it: the same
+    cases on backend torch, each time multiplied by slowdown[precision] (default 1)."""
+    doc = json.loads(json.dumps(mpbench_doc))
+    for c in doc["cases"]:
+        c["backend"] = "torch"
+        c["details"] = {"pairs_with": {"backend": "cpu"}}
+        if "seconds" in c["metrics"]:
+            factor = slowdown.get(c["precision"], 1.0)
+            s = c["metrics"]["seconds"]
+            c["metrics"]["seconds"] = {k: [x * factor for x in v] if isinstance(v, list) else
+                                       v if k == "samples" else v * factor for k, v in s.items()}
+    doc["env"]["torch"] = {"version": "2.5.1"}
+    doc["run"] = {"suites": doc["run"]["suites"], "device": "cpu"}
+    fp32 = {c["name"]: c["metrics"]["seconds"]["median"] for c in doc["cases"]
+            if c["precision"] == "fp32" and c["status"] == "ok"}
+    doc["speedups"] = [{"suite": c["suite"], "name": c["name"], "backend": "torch", "baseline": "fp32",
+                        "precision": c["precision"], "speedup": fp32[c["name"]] / c["metrics"]["seconds"]["median"]}
+                       for c in doc["cases"] if c["precision"] != "fp32" and c["name"] in fp32]
+    return doc
+
+
+def test_torch_documents_are_drawn_beside_mpbench_not_in_its_series(report, write_document, tmp_path):
+    mpbench = cpu_document(gemm_cases())
+    bf16_slowdown = 5 + 20 * random.random()  # PyTorch's bf16 that many times mpbench's time
+    paths = [write_document("mpbench.json", mpbench),
+             write_document("torch.json", torch_document(mpbench, {"bf16": bf16_slowdown}))]
+    alone, beside = tmp_path / "alone", tmp_path / "beside"
+    assert run_report(report, [paths[0], "-o", alone]) == 0
+    assert run_report(report, [*paths, "-o", beside]) == 0
+    points = drawn_points(beside)
+    peer = [name for name in points if name.startswith("peer-")]
+    assert len(peer) == 1, sorted(points)
+    # mpbench's own plots are the same with PyTorch's document as without it.
+    assert {k: v for k, v in points.items() if k not in peer} == drawn_points(alone)
+    ratios = {p["case"]: p["x"] for p in points[peer[0]]}
+    assert ratios["gemm/square_1024/bf16"] == pytest.approx(bf16_slowdown)
+    assert ratios["gemm/square_1024/fp32"] == pytest.approx(1.0)
+    page = (beside / "index.html").read_text()
+    assert "mpbench against PyTorch 2.5.1" in page
+    assert f"<td>gemm/square_1024/bf16</td>" in page
+    mine = next(s["speedup"] for s in mpbench["speedups"] if s["name"] == "square_1024" and s["precision"] == "bf16")
+    row = page.split("<td>gemm/square_1024/bf16</td>")[-1].split("</tr>")[0]
+    assert f"{bf16_slowdown:.2f}x" in row and f"{mine:.2f}x" in row and f"{mine / bf16_slowdown:.2f}x" in row, row
+    cases_table = page.split("<h2>Cases")[1].split("<h2>mpbench against")[0]
+    assert "torch" not in cases_table  # mpbench's own table holds its cases only
+
+
+def test_a_torch_document_of_another_machine_is_noted_not_drawn(report, write_document, tmp_path):
+    mpbench = cpu_document(gemm_cases())
+    other = torch_document(mpbench, {})
+    other["env"]["cpu"]["model"] = "Intel Xeon"
+    paths = [write_document("mpbench.json", mpbench), write_document("torch.json", other)]
+    out = tmp_path / "out"
+    assert run_report(report, [*paths, "-o", out]) == 0
+    assert not [name for name in drawn_points(out) if name.startswith("peer-")]
+    assert "not drawn: no mpbench document of its machine" in (out / "index.html").read_text()
