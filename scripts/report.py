@@ -132,7 +132,31 @@ def check_document(doc, path: Path) -> dict:
     if error is not None:
         message = error.message if len(error.message) <= 160 else error.message[:160] + "..."
         raise ReportError(f"'{path}' is malformed at {error.json_path}: {message}")
+    for index, case in enumerate(doc["cases"]):
+        if "seconds" in case["metrics"]:
+            check_times(case["metrics"]["seconds"], path, f"$.cases[{index}].metrics.seconds")
     return doc
+
+
+def check_times(stats: dict, path: Path, where: str) -> None:
+    """As mpbench's readers (core/stats.cpp): a summary of times that contradicts itself or its
+    samples is refused, naming the field; the schema cannot say how fields relate."""
+    lo, hi = stats["min"], stats["max"]
+    rounding = 1e-9  # the mean of equal samples may round an ulp beyond them
+    values = stats.get("values")
+    problems = [
+        ("max", hi < lo, f"{hi} is below min {lo}"),
+        ("median", not lo <= stats["median"] <= hi, f"{stats['median']} is outside [min, max] = [{lo}, {hi}]"),
+        ("mean", not lo * (1 - rounding) <= stats["mean"] <= hi * (1 + rounding),
+         f"{stats['mean']} is outside [min, max] = [{lo}, {hi}]"),
+        ("samples", values is not None and stats["samples"] != len(values),
+         f"{stats['samples']} but values lists {len(values or [])}"),
+        ("samples", stats["samples"] == 1 and (lo != hi or stats["stddev"] != 0), "1, but min, max or stddev show a spread"),
+        ("values", values is not None and any(not lo <= v <= hi for v in values), f"hold a value outside [{lo}, {hi}]"),
+    ]
+    for field_name, wrong, why in problems:
+        if wrong:
+            raise ReportError(f"'{path}' is inconsistent at {where}.{field_name}: {why}")
 
 
 def document_validator():

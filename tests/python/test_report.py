@@ -260,6 +260,24 @@ def test_a_document_off_the_schema_names_the_field(report, tmp_path, capsys):
     assert "malformed at $.cases[3].metrics.seconds.median" in err and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize("field, edit", [
+    ("max", lambda s: s.update(max=s["min"] / 2)),
+    ("median", lambda s: s.update(median=s["max"] * 1.5)),
+    ("median", lambda s: s.update(median=s["min"] / 3)),
+    ("mean", lambda s: s.update(mean=s["max"] * 2)),
+    ("samples", lambda s: s.update(samples=s["samples"] + 1)),
+    ("values", lambda s: s["values"].__setitem__(2, s["max"] * 10)),
+])
+def test_times_that_contradict_themselves_name_the_field(report, tmp_path, capsys, field, edit):
+    doc = full_document()
+    edit(doc["cases"][4]["metrics"]["seconds"])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    assert run_report(report, [path, "-o", tmp_path / "out"]) == 2
+    err = capsys.readouterr().err
+    assert f"inconsistent at $.cases[4].metrics.seconds.{field}:" in err and err.count("\n") == 1, err
+
+
 def test_a_fifo_given_as_a_document_exits_2_without_blocking(report, tmp_path, capsys):
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
