@@ -16,6 +16,7 @@ Statistics Statistics::of(std::vector<double> samples) {
   if (samples.empty()) throw std::invalid_argument("statistics of no samples");
   Statistics s;
   s.values = samples;
+  s.samples = samples.size();
   std::sort(samples.begin(), samples.end());
   const std::size_t n = samples.size();
   s.min = samples.front();
@@ -29,9 +30,10 @@ Statistics Statistics::of(std::vector<double> samples) {
 }
 
 nlohmann::json Statistics::to_json() const {
-  return {{"median", median}, {"min", min},       {"max", max},
-          {"mean", mean},     {"stddev", stddev}, {"samples", values.size()},
-          {"values", values}};
+  nlohmann::json j = {{"median", median}, {"min", min}, {"max", max}, {"mean", mean}, {"stddev", stddev},
+                      {"samples", samples}};
+  if (!values.empty()) j["values"] = values;  // a summary read without its samples is written without them
+  return j;
 }
 
 namespace {
@@ -93,6 +95,7 @@ Statistics Statistics::from_json(const nlohmann::json& j, const std::string& whe
     }
   }
   check_samples(s, fields, fields.has("values"));
+  s.samples = fields.value("samples").get<std::uint64_t>();
   check_consistent(s, fields);
   return s;
 }

@@ -10,7 +10,8 @@ namespace mpbench {
 // (compare's rank test) can use them.
 struct Statistics {
   double median = 0, min = 0, max = 0, mean = 0, stddev = 0;
-  std::vector<double> values;
+  std::uint64_t samples = 0;   // how many the summary is of
+  std::vector<double> values;  // the samples themselves, where kept (a document may leave them out)
 
   // A document's summary is of one sample at least (a transformer run of --steps 2 times one step,
   // and marks it unconverged); a single sample's min, max, median and mean are the one value.

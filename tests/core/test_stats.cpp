@@ -64,6 +64,20 @@ TEST(Statistics, SummariesOfRandomSamplesReadBack) {
   EXPECT_NO_THROW(Statistics::from_json(equal.to_json()));
 }
 
+// A document may leave the samples out: the summary keeps how many there were.
+TEST(Statistics, ASummaryWithoutItsSamplesKeepsTheirCount) {
+  std::mt19937 rng(std::random_device{}());
+  nlohmann::json j = Statistics::of(random_samples(rng)).to_json();
+  const auto n = j["values"].size();
+  j.erase("values");
+  const Statistics s = Statistics::from_json(j);
+  EXPECT_EQ(s.samples, n);
+  EXPECT_TRUE(s.values.empty());
+  EXPECT_EQ(s.to_json()["samples"], n);
+  EXPECT_FALSE(s.to_json().contains("values"));
+  EXPECT_NO_THROW(Statistics::from_json(s.to_json()));
+}
+
 std::string error_of(const nlohmann::json& j) {
   try {
     Statistics::from_json(j, "cases[4].metrics.seconds");
