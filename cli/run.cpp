@@ -190,6 +190,25 @@ std::optional<std::string> write_result(const std::string& out, const ResultDocu
   }
 }
 
+// A run interrupted before it measured anything: a previous --out is worth more than a document
+// of errors and skips, so it stays; what the run got to (steps of an unfinished mode, skip
+// reasons) goes to a file of its own in the temporary folder, and both are said.
+void keep_unmeasured(const std::string& out, const ResultDocument& document) {
+  if (document.cases.empty()) {
+    fmt::print(stderr, "mpbench: interrupted before any case finished: left {} as it was\n", out);
+    return;
+  }
+  const auto kept = std::filesystem::temp_directory_path() / fmt::format("mpbench-interrupted-{}.json", ::getpid());
+  try {
+    write_file_atomically(kept, document.to_json().dump(2) + "\n");
+    fmt::print(stderr, "mpbench: interrupted before any case finished: left {} as it was; the {} unmeasured case{} "
+               "(skipped, failed or cut short) are in {}\n",
+               out, document.cases.size(), document.cases.size() == 1 ? "" : "s", kept.string());
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "mpbench: interrupted before any case finished: left {} as it was ({})\n", out, e.what());
+  }
+}
+
 // The files a run writes besides --out, checked before any work: a side output that cannot be
 // written must not cost the run its result document. Google Benchmark's own --benchmark_out too.
 void check_side_outputs(const RunOptions& options) {
@@ -198,6 +217,19 @@ void check_side_outputs(const RunOptions& options) {
   if (!transformer.checkpoint_out.empty()) check_writable_folder(transformer.checkpoint_out);
   for (const std::string& arg : options.benchmark_args)
     if (arg.rfind("--benchmark_out=", 0) == 0) check_writable(arg.substr(std::string("--benchmark_out=").size()));
+}
+
+// The side outputs of the run's cases that could not be written mid-run (each was said on stderr
+// when it failed): a mode's trace or checkpoint.
+long side_outputs_not_written(const ResultDocument& document) {
+  long lost = 0;
+  for (const CaseResult& c : document.cases) {
+    const auto profile = c.details.find("profile");
+    lost += profile != c.details.end() && profile->is_object() && profile->contains("trace_error");
+    const auto checkpoint = c.details.find("checkpoint");
+    lost += checkpoint != c.details.end() && checkpoint->is_object() && checkpoint->contains("error");
+  }
+  return lost;
 }
 
 }  // namespace
@@ -256,6 +288,7 @@ int run_benchmarks(const RunOptions& options) {
       if (std::regex_search(spec.id(), filter)) specs.push_back(std::move(spec));
   if (specs.empty() && !plan)
     throw UsageError(fmt::format("no case matches --filter '{}': see `mpbench list`", options.filter));
+  microbench::check_benchmark_filter(specs, options.benchmark_args);
 
   std::vector<std::string> work;
   if (!specs.empty() || !plan) work.push_back(fmt::format("{} case{}", specs.size(), specs.size() == 1 ? "" : "s"));
@@ -268,10 +301,15 @@ int run_benchmarks(const RunOptions& options) {
   const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
   install_interrupt_handler();
   microbench::RunOutcome outcome;
+  bool benchmark_out_lost = false;
   if (!specs.empty()) {
     const auto case_profiler = profile ? microbench::make_case_profiler(backend.device(), print_line) : nullptr;
     outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, print_progress,
                                     case_profiler.get());
+    if (const auto problem = microbench::benchmark_out_problem(options.benchmark_args)) {
+      fmt::print(stderr, "mpbench: error: {}; mpbench's own document is written as usual\n", *problem);
+      benchmark_out_lost = true;
+    }
   }
   for (const Suite* s : suites) s->finalize(outcome.cases);
   if (plan && !outcome.interrupted) {
@@ -303,8 +341,10 @@ int run_benchmarks(const RunOptions& options) {
   std::fputs(microbench::format_summary(document).c_str(), stdout);
   warn_if_cpu_was_shared(backend);
   const int interrupted_status = 128 + interrupting_signal();
-  if (outcome.interrupted && document.cases.empty()) {
-    fmt::print(stderr, "mpbench: interrupted before any case finished: left {} as it was\n", options.out);
+  const auto measured = std::count_if(document.cases.begin(), document.cases.end(),
+                                      [](const CaseResult& c) { return c.status == CaseStatus::ok && c.seconds; });
+  if (outcome.interrupted && measured == 0) {
+    keep_unmeasured(options.out, document);
     return interrupted_status;
   }
   const std::optional<std::string> kept_elsewhere = write_result(options.out, document);
@@ -313,11 +353,17 @@ int run_benchmarks(const RunOptions& options) {
   if (kept_elsewhere) return 1;
   std::printf("\nwrote %zu cases to %s\n", document.cases.size(), options.out.c_str());
   if (outcome.interrupted) {
-    std::fprintf(stderr, "mpbench: interrupted: kept the %zu finished cases in %s\n", document.cases.size(), options.out.c_str());
+    fmt::print(stderr, "mpbench: interrupted: kept the {} measured case{} (of {}) in {}\n", measured,
+               measured == 1 ? "" : "s", document.cases.size(), options.out);
     return interrupted_status;
   }
   if (failed) {
     std::fprintf(stderr, "mpbench: %ld case(s) failed: see their message in the table and in %s\n", static_cast<long>(failed), options.out.c_str());
+    return 1;
+  }
+  if (const long lost = side_outputs_not_written(document) + benchmark_out_lost) {
+    fmt::print(stderr, "mpbench: {} side output{} not written (a trace, checkpoint or --benchmark_out): see the errors "
+               "above; the cases are in {}\n", lost, lost == 1 ? "" : "s", options.out);
     return 1;
   }
   return 0;

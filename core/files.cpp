@@ -54,6 +54,9 @@ nlohmann::json parse_json_file_text(const std::string& text, const fs::path& pat
                                    kMaxJsonDepth));
     return true;
   };
+  // The parser takes a NUL for the end of the text: whatever follows one would go unread.
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    throw UsageError(fmt::format("'{}' holds a NUL byte at byte {}: not JSON text", path.string(), nul));
   try {
     return nlohmann::json::parse(text, bounded);
   } catch (const nlohmann::json::parse_error& e) {

@@ -18,7 +18,7 @@ inline constexpr int kMaxJsonDepth = 64;
 std::string read_regular_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what);
 
 // `text` as one JSON value: UsageError naming `path` for invalid JSON, text after the value (two
-// documents in one file among them), or nesting deeper than kMaxJsonDepth.
+// documents in one file among them), a NUL byte anywhere, or nesting deeper than kMaxJsonDepth.
 nlohmann::json parse_json_file_text(const std::string& text, const std::filesystem::path& path);
 
 }  // namespace mpbench

@@ -83,10 +83,15 @@ CaseResult CaseResult::from_json(const nlohmann::json& j, const std::string& whe
   if (c.status == CaseStatus::ok && (!c.seconds || !(c.seconds->median > 0)))
     throw UsageError(fmt::format("{}: an ok case needs a positive median time", fields.path_of("metrics")));
   c.rates = fields.object_or_empty("rates");
-  for (const auto& [rate, value] : c.rates.items())
+  // Rates are amounts per second, shares and byte counts: never negative.
+  for (const auto& [rate, value] : c.rates.items()) {
     if (!value.is_null() && !value.is_number())
       throw UsageError(fmt::format("{}.{}: must be a number or null, is {}", fields.path_of("rates"), rate,
                                    value.type_name()));
+    if (value.is_number() && !(value.get<double>() >= 0))
+      throw UsageError(fmt::format("{}.{}: must be 0 or more, or null, is {}", fields.path_of("rates"),
+                                   rate, value.get<double>()));
+  }
   c.details = fields.object_or_empty("details");
   return c;
 }

@@ -16,6 +16,7 @@ Statistics Statistics::of(std::vector<double> samples) {
   if (samples.empty()) throw std::invalid_argument("statistics of no samples");
   Statistics s;
   s.values = samples;
+  s.samples = samples.size();
   std::sort(samples.begin(), samples.end());
   const std::size_t n = samples.size();
   s.min = samples.front();
@@ -29,10 +30,53 @@ Statistics Statistics::of(std::vector<double> samples) {
 }
 
 nlohmann::json Statistics::to_json() const {
-  return {{"median", median}, {"min", min},       {"max", max},
-          {"mean", mean},     {"stddev", stddev}, {"samples", values.size()},
-          {"values", values}};
+  nlohmann::json j = {{"median", median}, {"min", min}, {"max", max}, {"mean", mean}, {"stddev", stddev},
+                      {"samples", samples}};
+  if (!values.empty()) j["values"] = values;  // a summary read without its samples is written without them
+  return j;
 }
+
+namespace {
+
+// The fields of a summary must agree with each other and with its samples: a reader that took a
+// min above the max or a negative time would compute ratios from them without noticing.
+void check_consistent(const Statistics& s, const JsonObject& fields) {
+  const auto wrong = [&](const char* key, const std::string& why) {
+    throw UsageError(fmt::format("{}: {}", fields.path_of(key), why));
+  };
+  if (s.min < 0) wrong("min", fmt::format("must be 0 or more, is {}", s.min));
+  if (s.max < s.min) wrong("max", fmt::format("must be at least min ({}), is {}", s.min, s.max));
+  if (s.median < s.min || s.median > s.max)
+    wrong("median", fmt::format("must be within min and max [{}, {}], is {}", s.min, s.max, s.median));
+  // The mean of equal samples may round an ulp beyond them.
+  constexpr double kRounding = 1e-9;
+  if (s.mean < s.min * (1 - kRounding) || s.mean > s.max * (1 + kRounding))
+    wrong("mean", fmt::format("must be within min and max [{}, {}], is {}", s.min, s.max, s.mean));
+  if (s.stddev < 0) wrong("stddev", fmt::format("must be 0 or more, is {}", s.stddev));
+  for (std::size_t i = 0; i < s.values.size(); ++i)
+    if (s.values[i] < s.min || s.values[i] > s.max)
+      throw UsageError(fmt::format("{}[{}]: must be within min and max [{}, {}], is {}", fields.path_of("values"), i,
+                                   s.min, s.max, s.values[i]));
+}
+
+// How many samples the summary is of: at least kMinSamples, and as many as its values when it
+// lists them.
+void check_samples(const Statistics& s, const JsonObject& fields, bool has_values) {
+  const nlohmann::json& samples = fields.value("samples");
+  // A whole number however the JSON holds it: parsed text makes it unsigned, a value built in code signed.
+  const bool whole = samples.is_number_unsigned() || (samples.is_number_integer() && samples.get<std::int64_t>() >= 0);
+  if (!whole || samples.get<std::uint64_t>() < Statistics::kMinSamples)
+    throw UsageError(fmt::format("{}: must be a whole number of at least {}, is {}", fields.path_of("samples"),
+                                 Statistics::kMinSamples, samples.dump().substr(0, 40)));
+  if (samples.get<std::uint64_t>() == 1 && (s.min != s.max || s.stddev != 0))
+    throw UsageError(fmt::format("{}: is 1, but min {} and max {} or stddev {} show a spread", fields.path_of("samples"),
+                                 s.min, s.max, s.stddev));
+  if (has_values && samples.get<std::uint64_t>() != s.values.size())
+    throw UsageError(fmt::format("{}: is {} but values lists {}", fields.path_of("samples"),
+                                 samples.get<std::uint64_t>(), s.values.size()));
+}
+
+}  // namespace
 
 Statistics Statistics::from_json(const nlohmann::json& j, const std::string& where) {
   const JsonObject fields(j, where);
@@ -50,6 +94,9 @@ Statistics Statistics::from_json(const nlohmann::json& j, const std::string& whe
       s.values.push_back(values[i].get<double>());
     }
   }
+  check_samples(s, fields, fields.has("values"));
+  s.samples = fields.value("samples").get<std::uint64_t>();
+  check_consistent(s, fields);
   return s;
 }
 

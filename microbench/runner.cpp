@@ -3,9 +3,13 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <regex>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/interrupt.hpp"
 #include "microbench/case_profile.hpp"
 
@@ -19,6 +23,9 @@ class SilentReporter : public benchmark::BenchmarkReporter {
   bool ReportContext(const Context&) override { return true; }
   void ReportRuns(const std::vector<Run>&) override {}
 };
+
+// Google Benchmark's own output of a run: a few KB per case.
+constexpr std::uint64_t kMaxBenchmarkOutBytes = std::uint64_t{1} << 30;
 
 }  // namespace
 
@@ -35,8 +42,87 @@ void check_repetitions(const std::vector<std::string>& args) {
   }
 }
 
+namespace {
+
+// The value of `--flag=value` among `args` (the last one counts, as in Google Benchmark), if given.
+std::optional<std::string> flag_value(const std::vector<std::string>& args, const std::string& flag) {
+  std::optional<std::string> value;
+  for (const std::string& a : args)
+    if (a.rfind(flag + "=", 0) == 0) value = a.substr(flag.size() + 1);
+  return value;
+}
+
+// Google Benchmark prints its usage and exits 0 for an unknown format: checked here, with a message.
+void check_formats(const std::vector<std::string>& args) {
+  for (const char* flag : {"--benchmark_format", "--benchmark_out_format"}) {
+    const auto value = flag_value(args, flag);
+    if (value && *value != "console" && *value != "json" && *value != "csv")
+      throw UsageError(fmt::format("{}='{}': Google Benchmark writes console, json or csv", flag, *value));
+  }
+}
+
+// --benchmark_filter as Google Benchmark reads it: a leading '-' excludes what the rest matches,
+// and the rest is a POSIX extended regular expression ("all" stands for every case).
+struct BenchmarkFilter {
+  std::regex pattern;
+  bool negative = false;
+};
+
+std::optional<BenchmarkFilter> benchmark_filter(const std::vector<std::string>& args) {
+  auto spec = flag_value(args, "--benchmark_filter");
+  if (!spec || spec->empty() || *spec == "all") return std::nullopt;
+  BenchmarkFilter filter;
+  if ((*spec)[0] == '-') {
+    filter.negative = true;
+    spec->erase(0, 1);
+  }
+  try {
+    filter.pattern = std::regex(*spec, std::regex::extended);
+  } catch (const std::regex_error& e) {
+    throw UsageError(fmt::format("bad --benchmark_filter '{}': {}", *spec, e.what()));
+  }
+  return filter;
+}
+
+}  // namespace
+
+std::string benchmark_name(const CaseSpec& spec) { return spec.id() + "/iterations:1/manual_time"; }
+
+void check_benchmark_filter(const std::vector<CaseSpec>& specs, const std::vector<std::string>& args) {
+  const auto filter = benchmark_filter(args);
+  if (!filter) return;
+  bool measurable = false, matched = false;
+  for (const CaseSpec& spec : specs) {
+    if (spec.skip_reason) continue;
+    measurable = true;
+    matched |= std::regex_search(benchmark_name(spec), filter->pattern) != filter->negative;
+  }
+  if (measurable && !matched)
+    throw UsageError(fmt::format("no case matches {} (Google Benchmark matches names like {}): see `mpbench list`",
+                                 *std::find_if(args.rbegin(), args.rend(),
+                                               [](const std::string& a) { return a.rfind("--benchmark_filter=", 0) == 0; }),
+                                 benchmark_name(*std::find_if(specs.begin(), specs.end(),
+                                                              [](const CaseSpec& s) { return !s.skip_reason; }))));
+}
+
+std::optional<std::string> benchmark_out_problem(const std::vector<std::string>& args) {
+  const auto out = flag_value(args, "--benchmark_out");
+  if (!out || out->empty()) return std::nullopt;
+  const std::string format = flag_value(args, "--benchmark_out_format").value_or("json");
+  try {
+    const std::string text = read_regular_file(*out, kMaxBenchmarkOutBytes, "--benchmark_out file");
+    if (text.empty()) return fmt::format("Google Benchmark's --benchmark_out '{}' is empty (a full disk?)", *out);
+    if (format == "json") parse_json_file_text(text, *out);
+  } catch (const UsageError& e) {
+    return fmt::format("Google Benchmark's --benchmark_out is incomplete or missing (a full disk?): {}", e.what());
+  }
+  return std::nullopt;
+}
+
 void configure_google_benchmark(const std::vector<std::string>& args) {
   check_repetitions(args);
+  check_formats(args);
+  benchmark_filter(args);
   std::vector<std::string> owned{"mpbench"};
   owned.insert(owned.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -131,9 +217,15 @@ RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const
   }
 
   SilentReporter silent;
-  if (chooses_own_display(benchmark_args)) benchmark::RunSpecifiedBenchmarks();
-  else benchmark::RunSpecifiedBenchmarks(&silent);
+  const std::size_t ran = chooses_own_display(benchmark_args) ? benchmark::RunSpecifiedBenchmarks()
+                                                              : benchmark::RunSpecifiedBenchmarks(&silent);
   benchmark::ClearRegisteredBenchmarks();
+  // Nothing run of cases that were to run, not interrupted and not asked to list them only: Google
+  // Benchmark refused (it says why above, e.g. a --benchmark_out it could not open).
+  const bool listing = std::any_of(benchmark_args.begin(), benchmark_args.end(),
+                                   [](const std::string& a) { return a.rfind("--benchmark_list_tests", 0) == 0; });
+  if (ran == 0 && measurable > 0 && !outcome.interrupted && !listing)
+    throw UsageError(fmt::format("Google Benchmark ran none of the {} cases: see its message above", measurable));
 
   for (const auto& spec : specs) {
     if (spec.skip_reason) outcome.cases.push_back(spec.skipped(backend.device().backend));

@@ -3,6 +3,7 @@
 // iteration is mpbench's sampler, reported to Google Benchmark as manual time (the median).
 // --benchmark_* options pass through (filter, repetitions, out, format...).
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,21 @@ struct RunOutcome {
   bool interrupted = false;
 };
 
-// Hands the --benchmark_* options to Google Benchmark; throws UsageError for one it does not know.
+// Hands the --benchmark_* options to Google Benchmark; throws UsageError for one it does not know,
+// a --benchmark_format or --benchmark_out_format other than console, json and csv, and a
+// --benchmark_filter that is not a regular expression.
 void configure_google_benchmark(const std::vector<std::string>& benchmark_args);
+
+// The name Google Benchmark matches --benchmark_filter against: the case id and its run's settings.
+std::string benchmark_name(const CaseSpec& spec);
+
+// UsageError when --benchmark_filter matches none of the cases that would run, as --filter.
+void check_benchmark_filter(const std::vector<CaseSpec>& specs, const std::vector<std::string>& benchmark_args);
+
+// After a run with --benchmark_out: what is wrong with the file Google Benchmark wrote (missing,
+// empty, or, in its json format, not one whole JSON value), or nothing. Google Benchmark does not
+// check its writes, so a full disk leaves an empty or cut file without a word.
+std::optional<std::string> benchmark_out_problem(const std::vector<std::string>& benchmark_args);
 
 using ProgressFn = std::function<void(std::size_t done, std::size_t total, const CaseResult&)>;
 

@@ -15,11 +15,14 @@ machine and, with --prices, per dollar and per watt.
 Exit status: 0 on success, 2 on unusable input (unreadable or non-regular file, malformed JSON,
 NaN or Infinity, nesting deeper than 64 levels, another schema, no document, bad --prices file,
 unknown --reference-machine). The report is drawn in a temporary folder beside DIR and its files
-are moved into DIR only when all of them are written: a failure leaves DIR as it was.
+are moved into DIR only when all of them are written: a failure leaves DIR as it was, and so do
+Ctrl-C, SIGTERM and SIGHUP (exit 128 + the signal), which also remove the temporary folder; one
+left by a killed run is removed by the next run that writes beside it.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import html
 import itertools
@@ -28,6 +31,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -102,6 +106,8 @@ def read_json(path: Path):
         raise ReportError(f"cannot read '{path}': {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise ReportError(f"'{path}' is not valid JSON: {e}") from e
+    if "\0" in text:  # as mpbench's readers: a NUL is never part of JSON text
+        raise ReportError(f"'{path}' holds a NUL byte at character {text.index(chr(0))}: not JSON text")
     try:
         value = json.loads(text, parse_constant=refuse_constant, parse_float=finite_float)
     except RecursionError:
@@ -126,7 +132,31 @@ def check_document(doc, path: Path) -> dict:
     if error is not None:
         message = error.message if len(error.message) <= 160 else error.message[:160] + "..."
         raise ReportError(f"'{path}' is malformed at {error.json_path}: {message}")
+    for index, case in enumerate(doc["cases"]):
+        if "seconds" in case["metrics"]:
+            check_times(case["metrics"]["seconds"], path, f"$.cases[{index}].metrics.seconds")
     return doc
+
+
+def check_times(stats: dict, path: Path, where: str) -> None:
+    """As mpbench's readers (core/stats.cpp): a summary of times that contradicts itself or its
+    samples is refused, naming the field; the schema cannot say how fields relate."""
+    lo, hi = stats["min"], stats["max"]
+    rounding = 1e-9  # the mean of equal samples may round an ulp beyond them
+    values = stats.get("values")
+    problems = [
+        ("max", hi < lo, f"{hi} is below min {lo}"),
+        ("median", not lo <= stats["median"] <= hi, f"{stats['median']} is outside [min, max] = [{lo}, {hi}]"),
+        ("mean", not lo * (1 - rounding) <= stats["mean"] <= hi * (1 + rounding),
+         f"{stats['mean']} is outside [min, max] = [{lo}, {hi}]"),
+        ("samples", values is not None and stats["samples"] != len(values),
+         f"{stats['samples']} but values lists {len(values or [])}"),
+        ("samples", stats["samples"] == 1 and (lo != hi or stats["stddev"] != 0), "1, but min, max or stddev show a spread"),
+        ("values", values is not None and any(not lo <= v <= hi for v in values), f"hold a value outside [{lo}, {hi}]"),
+    ]
+    for field_name, wrong, why in problems:
+        if wrong:
+            raise ReportError(f"'{path}' is inconsistent at {where}.{field_name}: {why}")
 
 
 def document_validator():
@@ -962,8 +992,8 @@ def price_row(row, path: Path) -> dict:
             out[key] = float(value) if value not in (None, "") else None
         except (TypeError, ValueError) as e:
             raise ReportError(f"'{path}': {key} '{value}' of {out['machine']} is not a number") from e
-        if out[key] is not None and out[key] <= 0:
-            raise ReportError(f"'{path}': {key} of {out['machine']} must be positive")
+        if out[key] is not None and not (math.isfinite(out[key]) and out[key] > 0):
+            raise ReportError(f"'{path}': {key} of {out['machine']} is {value}: it must be a positive, finite number")
     return out
 
 
@@ -1216,28 +1246,82 @@ def build_report(args) -> Path:
     attach_peers(machines, [d for d in documents if is_torch_document(d[1])], notes)
     reference = find_machine(machines, args.reference_machine) if args.reference_machine else None
     prices = load_prices(args.prices) if args.prices else None
-    staging = make_staging_folder(args.out)
+    with signals_held():  # the handler removes the folder from the moment it exists
+        staging = make_staging_folder(args.out)
+        IN_FLIGHT.append(staging)
     try:
         plots = itertools.chain(*(machine_figures(m, notes) for m in machines),
                                 (("Several machines", p) for p in machine_plots(machines, reference, prices, notes)))
         figures = [dict(save(p, staging), group=group) for group, p in plots if p is not None]
         write_html(staging, machines, figures, notes, ignored)
-        move_into(staging, args.out)
+        with signals_held():  # the folder holds the old report or the new one, never a mix
+            move_into(staging, args.out)
+            shutil.rmtree(staging, ignore_errors=True)
+            IN_FLIGHT.remove(staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if staging in IN_FLIGHT:
+            IN_FLIGHT.remove(staging)
     print(f"report: {args.out / 'index.html'} ({len(figures)} plots, {len(machines)} machines)")
     return args.out / "index.html"
 
 
 def make_staging_folder(out: Path) -> Path:
-    """A temporary folder beside `out`, on its file system, so that its files move by renaming."""
+    """A temporary folder beside `out`, on its file system, so that its files move by renaming. Its
+    name holds this process's id: one left by a report.py that was killed (SIGKILL, a power cut) is
+    removed by the next run that writes there."""
     if out.exists() and not out.is_dir():
         raise ReportError(f"cannot write the report into '{out}': it is not a folder")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        remove_stale_staging_folders(out)
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", dir=out.parent))
     except OSError as e:
         raise ReportError(f"cannot create '{out}': {e.strerror}") from e
+
+
+def remove_stale_staging_folders(out: Path) -> None:
+    pattern = re.compile(re.escape(f".{out.name}.") + r"(\d+)\.[^/]+")
+    for candidate in out.parent.iterdir():
+        found = pattern.fullmatch(candidate.name)
+        if found and candidate.is_dir() and not candidate.is_symlink() and not process_runs(int(found.group(1))):
+            shutil.rmtree(candidate, ignore_errors=True)
+
+
+def process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # no such process; a number no pid can be
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+# The staging folder of the report being drawn, for the signal handler to remove.
+IN_FLIGHT: list[Path] = []
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP wait until the block is done."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def stop_on_signal(signum, _frame):
+    """Ctrl-C, SIGTERM, SIGHUP: remove the staging folder and exit 128 + the signal. Done here rather
+    than by raising: an exception raised inside a library's import or C code can come out as
+    another exception (matplotlib's ImportError) that skips nothing but says the wrong thing."""
+    written = "the report was not written, the folder is as it was" if IN_FLIGHT else "the report was written"
+    for folder in IN_FLIGHT:
+        shutil.rmtree(folder, ignore_errors=True)
+    os.write(2, f"report.py: interrupted ({signal.Signals(signum).name}): {written}\n".encode())
+    os._exit(128 + signum)
 
 
 def move_into(staging: Path, out: Path) -> None:
@@ -1261,11 +1345,15 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    previous = {signum: signal.signal(signum, stop_on_signal) for signum in STOP_SIGNALS}
     try:
         build_report(args)
     except ReportError as e:
         print(f"report.py: error: {e}", file=sys.stderr)
         return 2
+    finally:  # a caller's own handlers come back (the tests call main in their process)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     return 0
 
 

@@ -8,9 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-sanitize
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+launcher=()
+# A second build of every file: ccache, where installed, makes the next one mostly cache hits.
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 if [[ ! -f $build/build.ninja ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPBENCH_WITH_CUDA=OFF \
-    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" "${launcher[@]}"
 fi
 cmake --build "$build" -j "${MPBENCH_BUILD_JOBS:-$(nproc)}"
 # OpenMP's runtime keeps its thread pools to the end: not leaks of mpbench's.

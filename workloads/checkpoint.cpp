@@ -163,21 +163,82 @@ json read_json(const fs::path& path) {
   return parse_json_file_text(read_regular_file(path, kMaxJsonBytes, "checkpoint file"), path);
 }
 
-// An int member of a JSON object, at least `minimum`, or an error naming the file and the field.
-int integer(const json& object, const char* field, const fs::path& path, int minimum) {
+// An int member of a JSON object within [minimum, maximum], or an error naming the file, the field
+// and the value found.
+int integer(const json& object, const char* field, const fs::path& path, int minimum,
+            int maximum = std::numeric_limits<int>::max()) {
   const auto it = object.find(field);
-  if (it == object.end() || !it->is_number_integer() || it->get<std::int64_t>() < minimum ||
-      it->get<std::int64_t>() > std::numeric_limits<int>::max()) {
-    throw UsageError(fmt::format("'{}': field '{}' is missing or not an integer >= {}", path.string(), field, minimum));
+  if (it == object.end()) throw UsageError(fmt::format("'{}': field '{}' is missing", path.string(), field));
+  const bool fits = it->is_number_integer() && (it->is_number_unsigned() ? it->get<std::uint64_t>() <= std::uint64_t(maximum)
+                                                                          : it->get<std::int64_t>() <= maximum) &&
+                    (it->is_number_unsigned() || it->get<std::int64_t>() >= minimum);
+  if (!fits) {
+    const std::string found = it->dump();
+    throw UsageError(fmt::format("'{}': field '{}' is {}, not an integer from {} to {}", path.string(), field,
+                                 found.size() > 40 ? found.substr(0, 40) + "..." : found, minimum, maximum));
   }
   return it->get<int>();
 }
 
+// What a safetensors file holds besides the data: a checkpoint's header lists a few hundred
+// tensors; the reference implementation refuses headers above 100 MB.
+constexpr std::uint64_t kMaxHeaderBytes = kMaxJsonBytes;
+
+// The largest magnitude a weight may have: the largest finite fp16. Every mode must be able to
+// start from a checkpoint, and amp-fp16 copies the weights to fp16, where a larger one is infinite.
+constexpr double kMaxWeight = 65504.0;
+
+// What a safetensors file must hold: its data's size (from config.json's sizes, checked before the
+// file is read), what its values may be, and the words that name those sizes in an error.
+struct Expected {
+  std::uint64_t data_bytes = 0;
+  double max_abs = 0;  // a larger magnitude, infinity or NaN is refused
+  std::string sizes;   // "config.json's sizes (vocab_size 60, ...) make 12345 parameters"
+};
+
+// The file's parameters (wte with the real vocabulary's rows, as the file holds it), in 64 bits:
+// the bounded fields keep every product far inside them.
+std::uint64_t file_parameters(const GptConfig& config) {
+  return static_cast<std::uint64_t>(parameter_count(config)) -
+         static_cast<std::uint64_t>(config.padded_vocab() - config.vocab) * static_cast<std::uint64_t>(config.channels);
+}
+
+Expected expected_file(const GptConfig& config, const fs::path& config_path, double max_abs) {
+  const std::uint64_t parameters = file_parameters(config);
+  return {parameters * sizeof(float), max_abs,
+          fmt::format("'{}' sizes (vocab_size {}, n_positions {}, n_embd {}, n_layer {}) make {} parameters",
+                      config_path.string(), config.vocab, config.max_seq, config.channels, config.layers, parameters)};
+}
+
+// The bytes of safetensors file `path`, read only when its size can hold the expected data: a
+// config.json that claims a larger model than the weights file holds costs no memory.
+std::string read_safetensors_bytes(const fs::path& path, const Expected& expected) {
+  std::error_code ec;
+  const std::uintmax_t size = fs::is_regular_file(path, ec) ? fs::file_size(path, ec) : 0;
+  if (!ec && size > 0 && (size < 8 + expected.data_bytes || size > 8 + kMaxHeaderBytes + expected.data_bytes)) {
+    throw UsageError(fmt::format("'{}' has {} bytes, but {}: {} bytes of fp32 data after the header; the files do "
+                                 "not belong together",
+                                 path.string(), size, expected.sizes, expected.data_bytes));
+  }
+  return read_bytes(path);
+}
+
+// The first of the `n` fp32 values at `data` (in the file's order, not aligned) that is not finite
+// or larger than `max_abs`, as "element 3 is nan".
+std::optional<std::string> bad_value(const char* data, std::size_t n, double max_abs) {
+  for (std::size_t i = 0; i < n; ++i) {
+    float value;
+    std::memcpy(&value, data + i * sizeof(float), sizeof(float));
+    if (!(std::fabs(value) <= max_abs)) return fmt::format("element {} is {}", i, value);
+  }
+  return std::nullopt;
+}
+
 // The values of safetensors file `path`, which must hold exactly `tensors` of `config` in fp32, in
-// the parameter buffer's layout.
+// the parameter buffer's layout, with the data `expected` says.
 std::vector<float> read_safetensors(const fs::path& path, const GptConfig& config,
-                                    const std::vector<ParameterTensor>& tensors) {
-  const std::string bytes = read_bytes(path);
+                                    const std::vector<ParameterTensor>& tensors, const Expected& expected) {
+  const std::string bytes = read_safetensors_bytes(path, expected);
   const auto invalid = [&](const std::string& why) {
     return UsageError(fmt::format("'{}' is not a safetensors file of config '{}': {}", path.string(), config.name, why));
   };
@@ -187,15 +248,18 @@ std::vector<float> read_safetensors(const fs::path& path, const GptConfig& confi
   if (header_length > bytes.size() - 8) {
     throw invalid(fmt::format("header length {} exceeds the {} bytes that follow it", header_length, bytes.size() - 8));
   }
-  json header;
-  try {
-    header = json::parse(bytes.substr(8, header_length));
-  } catch (const json::parse_error& e) {
-    throw invalid(fmt::format("header is not valid JSON ({})", e.what()));
+  if (header_length > kMaxHeaderBytes) {
+    throw invalid(fmt::format("header length {} is more than the {} bytes mpbench reads", header_length, kMaxHeaderBytes));
   }
+  const json header = parse_json_file_text(bytes.substr(8, header_length), path);
   if (!header.is_object()) throw invalid("header is not a JSON object");
   const char* data = bytes.data() + 8 + header_length;
   const std::uint64_t data_size = bytes.size() - 8 - header_length;
+  if (data_size != expected.data_bytes) {
+    throw UsageError(fmt::format("'{}' holds {} bytes of data after its header, but {}: {} bytes in fp32; the files "
+                                 "do not belong together",
+                                 path.string(), data_size, expected.sizes, expected.data_bytes));
+  }
 
   std::vector<float> values(tensors.back().offset + tensors.back().size, 0.0f);
   std::set<std::string> found;
@@ -223,9 +287,21 @@ std::vector<float> read_safetensors(const fs::path& path, const GptConfig& confi
       throw invalid(fmt::format("tensor '{}' has data_offsets {}, expected {} bytes within the {} of data", name,
                                 offsets.dump(), expected_bytes, data_size));
     }
+    if (const auto bad = bad_value(data + offsets[0].get<std::uint64_t>(), static_cast<std::size_t>(count(layout.file)),
+                                   expected.max_abs)) {
+      throw invalid(fmt::format("tensor '{}' {}: {}", name, *bad,
+                                expected.max_abs < std::numeric_limits<float>::max()
+                                    ? fmt::format("values must be finite and at most {} in magnitude (fp16's largest, "
+                                                  "which amp-fp16 copies the weights to)", expected.max_abs)
+                                    : std::string("values must be finite")));
+    }
     from_file(layout, data + offsets[0].get<std::uint64_t>(), values.data() + tensor->offset);
     found.insert(name);
-    spans[offsets[0].get<std::uint64_t>()] = {offsets[1].get<std::uint64_t>(), name};
+    const auto [span, added] = spans.emplace(offsets[0].get<std::uint64_t>(), std::pair{offsets[1].get<std::uint64_t>(), name});
+    if (!added) {
+      throw invalid(fmt::format("tensors '{}' and '{}' both start at byte {} of the data: the tensors overlap",
+                                span->second.second, name, span->first));
+    }
   }
   for (const ParameterTensor& tensor : tensors) {
     if (!found.contains(tensor.name)) throw invalid(fmt::format("tensor '{}' is missing", tensor.name));
@@ -279,14 +355,16 @@ GptConfig parse_config(const json& doc, const fs::path& path) {
                                    value.dump()));
     }
   }
-  const int vocab = integer(doc, "vocab_size", path, 1);
-  const int positions = integer(doc, "n_positions", path, 1);
-  const int channels = integer(doc, "n_embd", path, 1);
-  const int layers = integer(doc, "n_layer", path, 0);
-  const int heads = integer(doc, "n_head", path, 1);
+  // Each size far beyond the largest GPT-2 (50257 tokens, 1024 positions, 1600 channels, 48
+  // layers), and small enough that the parameter count stays exact in 64 bits.
+  const int vocab = integer(doc, "vocab_size", path, 1, 1 << 24);
+  const int positions = integer(doc, "n_positions", path, 1, 1 << 20);
+  const int channels = integer(doc, "n_embd", path, 1, 1 << 16);
+  const int layers = integer(doc, "n_layer", path, 0, 1 << 12);
+  const int heads = integer(doc, "n_head", path, 1, channels);
   const json mpbench = doc.value("mpbench", json::object());
   if (!mpbench.is_object()) throw UsageError(fmt::format("'{}': field 'mpbench' is not an object", path.string()));
-  const int vocab_pad = mpbench.contains("vocab_pad") ? integer(mpbench, "vocab_pad", path, 1) : 1;
+  const int vocab_pad = mpbench.contains("vocab_pad") ? integer(mpbench, "vocab_pad", path, 1, kMaxVocabPad) : 1;
   const json name = mpbench.value("config", json("hf"));
   if (!name.is_string()) throw UsageError(fmt::format("'{}': mpbench.config is not a string", path.string()));
   GptConfig config{name.get<std::string>(), vocab, vocab_pad, positions, layers, heads, channels};
@@ -308,6 +386,13 @@ GptConfig parse_config(const json& doc, const fs::path& path) {
   }
   if (channels % heads != 0) {
     throw UsageError(fmt::format("'{}': n_embd {} is not a multiple of n_head {}", path.string(), channels, heads));
+  }
+  // The padding rows are memory the file does not pay for: no more of them than the file holds values.
+  const std::uint64_t padding = static_cast<std::uint64_t>(config.padded_vocab() - vocab) * channels;
+  if (padding > file_parameters(config)) {
+    throw UsageError(fmt::format("'{}': mpbench.vocab_pad {} pads the {} tokens to {} rows, more padding than the "
+                                 "checkpoint has parameters",
+                                 path.string(), vocab_pad, vocab, config.padded_vocab()));
   }
   return config;
 }
@@ -420,12 +505,16 @@ Checkpoint read_checkpoint(const fs::path& dir) {
   checkpoint.config = parse_config(config, config_path);
   checkpoint.info = config.value("mpbench", json::object()).value("info", json());
   const std::vector<ParameterTensor> tensors = parameter_layout(checkpoint.config);
-  checkpoint.params = read_safetensors(dir / "model.safetensors", checkpoint.config, tensors);
+  checkpoint.params = read_safetensors(dir / "model.safetensors", checkpoint.config, tensors,
+                                       expected_file(checkpoint.config, config_path, kMaxWeight));
   const fs::path batch_path = dir / "batch.json", grads_path = dir / "grads.safetensors";
   std::error_code ec;
   if (fs::exists(batch_path, ec)) {
     checkpoint.batch = parse_batch(read_json(batch_path), checkpoint.config, batch_path);
-    if (fs::exists(grads_path, ec)) checkpoint.batch->grads = read_safetensors(grads_path, checkpoint.config, tensors);
+    if (fs::exists(grads_path, ec))
+      checkpoint.batch->grads = read_safetensors(grads_path, checkpoint.config, tensors,
+                                                 expected_file(checkpoint.config, config_path,
+                                                               std::numeric_limits<float>::max()));
   } else if (fs::exists(grads_path, ec)) {
     throw UsageError(fmt::format("'{}' has no batch.json beside it to say what loss it is the gradient of",
                                  grads_path.string()));

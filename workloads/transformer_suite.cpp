@@ -445,6 +445,14 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
   std::vector<double> step_seconds;
   for (std::size_t i = plan.timing_warmup; i < run.records.size(); ++i) step_seconds.push_back(run.records[i].seconds);
   c.seconds = Statistics::of(step_seconds);
+  // The warm-up is kept even when one step is left to time (--steps 2): the first steps pay for
+  // first-touch allocation and are many times slower. One timed step has no spread: marked as the
+  // sampler marks a case stopped short of its noise target, which compare and explain read.
+  if (step_seconds.size() < 2)
+    c.details["measurement"] = {{"converged", false},
+                                {"stop_reason", fmt::format("one timed step after {} warm-up step(s): no spread; "
+                                                            "use --steps {} or more", plan.timing_warmup,
+                                                            plan.timing_warmup + 2)}};
   const double tokens_per_step = double(plan.train.batch) * plan.train.seq_len * plan.train.micro_batches;
   const double flops_per_token = flops_per_token_llmc(plan.config, plan.train.seq_len);
   const double tflops = flops_per_token * tokens_per_step / c.seconds->median / 1e12;
@@ -680,6 +688,12 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
                              "(details.profile.status is \"unprofiled\")",
                              run.profiled->unprofiled_reason));
       fill_metrics(mode_plan, mode, run, device, floor, c);
+      if (c.details.contains("measurement"))
+        progress(fmt::format("transformer {} {}: note: {}", c.name, c.precision,
+                             c.details["measurement"]["stop_reason"].get<std::string>()));
+      if (const auto profile = c.details.find("profile"); profile != c.details.end() && profile->contains("trace_error"))
+        progress(fmt::format("transformer {} {}: error: the trace was not written: {}", c.name, c.precision,
+                             (*profile)["trace_error"].get<std::string>()));
       c.details["implementation"] = ops.implementation();  // now naming what the mode's run loaded
       // Before this mode's checkpoint, whose fp32 evaluation adds fp32 plans.
       if (auto algorithms = gemm_algorithms_json(ops, mode); !algorithms.empty())
@@ -689,7 +703,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
           write_mode_checkpoint(plan, mode, run, ops, *data, c);
         } catch (const UsageError& e) {
           c.details["checkpoint"] = {{"error", e.what()}};
-          progress(fmt::format("transformer {} {}: note: the checkpoint was not written: {}", c.name, c.precision,
+          progress(fmt::format("transformer {} {}: error: the checkpoint was not written: {}", c.name, c.precision,
                                e.what()));
         }
       }

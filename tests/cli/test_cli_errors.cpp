@@ -72,6 +72,31 @@ const BadInput kBadInputs[] = {
     {"unknown_option", {"run", "--suite", "cast", "--frobnicate"}, "--frobnicate"},
     {"negative_timeout", {"run", "--suite", "cast", "--timeout", "-1"}, "must be a number above 0"},
     {"unknown_command", {"benchmark"}, "unknown command 'benchmark'"},
+    // CLI11's own errors: one line naming the command and where its options are listed.
+    {"compare_unknown_option", {"compare", "--bogus"}, "compare: unknown option '--bogus': see mpbench compare --help"},
+    {"compare_unknown_option_after_the_sides", {"compare", "a.json", "b.json", "--bogus"}, "unknown option '--bogus'"},
+    {"explain_unknown_option", {"explain", "--bogus"}, "explain: unknown option '--bogus': see mpbench explain --help"},
+    {"explain_without_a_document", {"explain"}, "explain: result is required: see mpbench explain --help"},
+    {"env_with_an_argument", {"env", "extra"}, "env: unexpected argument 'extra'"},
+    // Google Benchmark's options it would take and then ignore (exit 0, an empty document): checked first.
+    {"unknown_benchmark_format",
+     {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_format=xml"},
+     "--benchmark_format='xml': Google Benchmark writes console, json or csv"},
+    {"unknown_benchmark_out_format",
+     {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_out_format=yaml"},
+     "--benchmark_out_format='yaml'"},
+    {"benchmark_filter_not_a_regex",
+     {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_filter=("},
+     "bad --benchmark_filter '('"},
+    {"negative_benchmark_filter_not_a_regex",
+     {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_filter=-[a"},
+     "bad --benchmark_filter '[a'"},
+    {"benchmark_filter_matches_nothing",
+     {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_filter=no_such_case"},
+     "no case matches --benchmark_filter=no_such_case"},
+    {"negative_benchmark_filter_excludes_everything",
+     {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_filter=-."},
+     "no case matches --benchmark_filter=-."},
     {"unknown_option_before_the_command", {"--frobnicate"}, "unknown option '--frobnicate'"},
     {"negative_repetitions",
      {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_repetitions=-1"},
@@ -126,6 +151,20 @@ const BadInput kBadInputs[] = {
 
 INSTANTIATE_TEST_SUITE_P(Cli, BadInputs, ::testing::ValuesIn(kBadInputs),
                          [](const auto& info) { return info.param.label; });
+
+// mpbench alone: the help, then why it came, exit 2 (a script that forgot its command must not pass).
+TEST(CliHelp, NoCommandPrintsTheHelpAndExitsTwo) {
+  const auto folder = std::filesystem::temp_directory_path() / ("mpbench-cli-help-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  const Invocation r = run_mpbench({}, folder);
+  std::filesystem::remove_all(folder);
+  EXPECT_EQ(r.status, 2) << r.err;
+  for (const char* command : {"run", "compare", "explain", "list", "env"})
+    EXPECT_NE(r.err.find(std::string("  ") + command + " "), std::string::npos) << r.err;
+  const std::string last = r.err.substr(r.err.rfind('\n', r.err.size() - 2) + 1);
+  EXPECT_EQ(last.rfind("mpbench: error: give a command: one of env, list, run", 0), 0u) << last;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
 
 TEST(CliCuda, DeviceCudaWithoutAGpuSaysWhyAndSuggestsTheCpu) {
   const auto folder = std::filesystem::temp_directory_path() / ("mpbench-cli-cuda-" + std::to_string(::getpid()));

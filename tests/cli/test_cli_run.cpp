@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -21,8 +22,10 @@ namespace {
 class CliRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    folder_ = std::filesystem::temp_directory_path() /
-              ("mpbench-run-" + std::to_string(::getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A parameterized test's name holds a '/' ("KeepTheFinishedCases/SIGINT"): one folder, not two.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '-');
+    folder_ = std::filesystem::temp_directory_path() / ("mpbench-run-" + std::to_string(::getpid()) + "-" + name);
     std::filesystem::create_directories(folder_);
   }
   void TearDown() override { std::filesystem::remove_all(folder_); }
@@ -372,6 +375,57 @@ TEST_F(CliRun, ARunInterruptedBeforeAnyCaseFinishedLeavesThePreviousDocument) {
   EXPECT_EQ(exit_status_of(child), 130) << read_all(err);
   EXPECT_EQ(read_all(out), previous);
   EXPECT_NE(read_all(err).find("interrupted before any case finished: left"), std::string::npos) << read_all(err);
+}
+
+// Ctrl-C during the first training mode: nothing was measured, so a good earlier --out stays as
+// it was, and the steps the cut-short mode finished are kept in a file of their own, said on stderr.
+TEST_F(CliRun, AnInterruptedFirstTrainingModeLeavesThePreviousDocument) {
+  const auto out = folder_ / "r.json", err = folder_ / "err.txt";
+  const Invocation first = run_mpbench({"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "cast/copy/",
+                                        "--out", out.string()},
+                                       folder_);
+  ASSERT_EQ(first.status, 0) << first.err;
+  const std::string previous = read_all(out);
+  const pid_t child = start_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps",
+                                     "100000", "--precision", "fp32,bf16", "--out", out.string()},
+                                    err);
+  wait_for(err, "fp32: step 1/100000");  // the first step's line; the next comes 5,000 steps later
+  kill(child, SIGINT);
+  EXPECT_EQ(exit_status_of(child), 130) << read_all(err);
+  EXPECT_EQ(read_all(out), previous);
+  const std::string said = read_all(err);
+  EXPECT_NE(said.find("interrupted before any case finished: left " + out.string() + " as it was"), std::string::npos)
+      << said;
+  const auto at = said.find("are in ");
+  ASSERT_NE(at, std::string::npos) << said;
+  const std::string kept = said.substr(at + 7, said.find('\n', at) - at - 7);
+  const ResultDocument d = load_result(kept);
+  std::filesystem::remove(kept);
+  ASSERT_EQ(d.cases.size(), 1u);  // the second mode never started
+  EXPECT_EQ(d.cases[0].status, CaseStatus::error);
+  EXPECT_GE(d.cases[0].details["interrupted_after_steps"].get<int>(), 1);
+}
+
+// A trace and a checkpoint that cannot be written mid-run (a folder where the trace goes, a file
+// where the checkpoint's folder goes): each said on stderr, the document written, exit 1.
+TEST_F(CliRun, SideOutputsThatCannotBeWrittenAreSaidAndFailTheRun) {
+  const auto out = folder_ / "r.json";
+  std::filesystem::create_directories(folder_ / "t.fp32.json");
+  std::filesystem::create_directories(folder_ / "ckpt");
+  std::ofstream(folder_ / "ckpt" / "fp32") << "not a folder";
+  const Invocation r = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "3",
+                                    "--precision", "fp32", "--trace", (folder_ / "t.json").string(), "--checkpoint-out",
+                                    (folder_ / "ckpt").string(), "--out", out.string()},
+                                   folder_);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("fp32: error: the trace was not written"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fp32: error: the checkpoint was not written"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2 side outputs not written (a trace, checkpoint or --benchmark_out)"), std::string::npos) << r.err;
+  const ResultDocument d = load_result(out);
+  ASSERT_EQ(d.cases.size(), 1u);
+  EXPECT_EQ(d.cases[0].status, CaseStatus::ok);
+  EXPECT_TRUE(d.cases[0].details["profile"].contains("trace_error"));
+  EXPECT_TRUE(d.cases[0].details["checkpoint"].contains("error"));
 }
 
 TEST_F(CliRun, AClosedStderrCostsThePrintingNotTheResult) {

@@ -1,10 +1,12 @@
 // Reading what users name: only regular files within a bound, one JSON value within a nesting
 // bound, and every malformed field of a result document named with where it is.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <random>
 #include <fstream>
 #include <string>
 
@@ -73,6 +75,19 @@ TEST_F(Files, JsonIsOneValueWithNothingAfterIt) {
   }
 }
 
+// The JSON library takes a NUL for the end of its input: a document cut there would be read as
+// whole. Anywhere in the text, at a random place and at the edges, it is refused.
+TEST_F(Files, JsonWithANulByteAnywhereIsRefused) {
+  const std::string text = "{\"cases\": [1, 2, 3], \"name\": \"abc\"}";
+  std::mt19937 rng(std::random_device{}());
+  for (std::size_t at : {std::size_t{0}, text.size() / 2, text.size(), std::size_t(rng() % text.size())}) {
+    std::string with_nul = text;
+    with_nul.insert(at, 1, '\0');
+    const std::string error = usage_error_of([&] { parse_json_file_text(with_nul, dir_ / "nul.json"); });
+    EXPECT_NE(error.find(fmt::format("nul.json' holds a NUL byte at byte {}", at)), std::string::npos) << error;
+  }
+}
+
 TEST_F(Files, JsonNestedBeyondTheBoundIsRefusedBeforeItIsBuilt) {
   const auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
   EXPECT_NO_THROW(parse_json_file_text(nested(kMaxJsonDepth), dir_ / "deep.json"));
@@ -110,7 +125,7 @@ json good_case() {
           {"params", json::object()},
           {"status", "ok"},
           {"message", ""},
-          {"metrics", {{"seconds", {{"median", 1e-3}, {"min", 1e-3}, {"max", 1e-3}, {"mean", 1e-3}, {"stddev", 0}}}}},
+          {"metrics", {{"seconds", {{"median", 1e-3}, {"min", 1e-3}, {"max", 1e-3}, {"mean", 1e-3}, {"stddev", 0}, {"samples", 2}}}}},
           {"rates", json::object()},
           {"details", json::object()}};
 }
@@ -132,8 +147,15 @@ TEST(ResultDocumentFields, MalformedDocumentsNameTheFieldAndNeverTheLibrary) {
       {[](json& d) { d["cases"][0]["status"] = "fine"; }, "cases[0].status: case status 'fine'"},
       {[](json& d) { d["cases"][0]["name"] = "a\x1b[2Jb"; }, "cases[0].name: contains a control character"},
       {[](json& d) { d["cases"][0]["suite"] = "a\nb"; }, "cases[0].suite: contains a control character"},
-      {[](json& d) { d["cases"][0]["metrics"]["seconds"]["median"] = 0; }, "cases[0].metrics: an ok case needs a positive median"},
-      {[](json& d) { d["cases"][0]["metrics"]["seconds"]["median"] = -1e-3; }, "positive median"},
+      {[](json& d) {
+         d["cases"][0]["metrics"]["seconds"]["median"] = 0;
+         d["cases"][0]["metrics"]["seconds"]["min"] = 0;
+       },
+       "cases[0].metrics: an ok case needs a positive median"},
+      {[](json& d) { d["cases"][0]["metrics"]["seconds"]["median"] = -1e-3; }, "cases[0].metrics.seconds.median: must be within"},
+      {[](json& d) { d["cases"][0]["metrics"]["seconds"]["samples"] = 0; }, "cases[0].metrics.seconds.samples: must be a whole"},
+      {[](json& d) { d["cases"][0]["metrics"]["seconds"]["max"] = 1e-4; }, "cases[0].metrics.seconds.max: must be at least"},
+      {[](json& d) { d["cases"][0]["rates"]["tflops"] = -2.5; }, "cases[0].rates.tflops: must be 0 or more"},
       {[](json& d) { d["cases"][0]["metrics"]["seconds"]["mean"] = "1"; }, "cases[0].metrics.seconds.mean: must be a number"},
       {[](json& d) { d["cases"][0]["metrics"]["seconds"]["values"] = {1, "x"}; }, "cases[0].metrics.seconds.values[1]"},
       {[](json& d) { d["cases"].push_back(d["cases"][0]); }, "cases[1]: case gemm/square_64/fp32 appears twice"},

@@ -2,6 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <tuple>
 #include <set>
 #include <stdexcept>
 
@@ -281,6 +285,60 @@ TEST(Runner, AConvertedCaseRecordsItsPathAndItsSteps) {
 TEST(Runner, UnknownGoogleBenchmarkOptionIsAUsageError) {
   auto cpu = cpu::make_backend();
   EXPECT_THROW(run_cases(*cpu, {}, SamplerConfig::quick(), {"--benchmark_no_such_flag=1"}, nullptr), UsageError);
+}
+
+// Google Benchmark does not check its writes: a --benchmark_out file that is missing, empty or
+// (json) cut short is named after the run; a whole one is not.
+TEST(Runner, AnIncompleteBenchmarkOutIsNamed) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mpbench-gb-out-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto out = dir / "gb.json";
+  const auto problem_with = [&](const std::string* text, const std::string& format) {
+    std::filesystem::remove(out);
+    if (text) std::ofstream(out, std::ios::binary) << *text;
+    return benchmark_out_problem({"--benchmark_out=" + out.string(), "--benchmark_out_format=" + format});
+  };
+  const std::string whole = R"({"context": {}, "benchmarks": [{"name": "a"}]})";
+  EXPECT_EQ(problem_with(&whole, "json"), std::nullopt);
+  const std::string csv = "name,iterations\na,1\n";
+  EXPECT_EQ(problem_with(&csv, "csv"), std::nullopt);
+  const std::string empty, cut = whole.substr(0, whole.size() / 2 + std::random_device{}() % (whole.size() / 2));
+  for (const auto& [text, format, says] : {std::tuple{&empty, "json", "is empty"}, std::tuple{&empty, "csv", "is empty"},
+                                           std::tuple{&cut, "json", "not valid JSON"},
+                                           std::tuple{static_cast<const std::string*>(nullptr), "json", "is missing"}}) {
+    const auto problem = problem_with(text, format);
+    ASSERT_TRUE(problem.has_value()) << format << " " << (text ? *text : "no file");
+    EXPECT_NE(problem->find(says), std::string::npos) << *problem;
+    EXPECT_NE(problem->find(out.string()), std::string::npos) << *problem;
+  }
+  EXPECT_EQ(benchmark_out_problem({"--benchmark_format=json"}), std::nullopt);  // no --benchmark_out
+  std::filesystem::remove_all(dir);
+}
+
+// --benchmark_filter as Google Benchmark reads it (a leading '-' negates): refused when it is no
+// regular expression or matches none of the cases that would run, before anything runs.
+TEST(Runner, BenchmarkFilterIsCheckedBeforeTheRun) {
+  auto cpu = cpu::make_backend();
+  std::vector<CaseSpec> specs;
+  for (auto& c : cases_of("cast", *cpu, {true, {}, {}})) specs.push_back(c);
+  ASSERT_FALSE(specs.empty());
+  const std::string id = specs.front().id();
+  for (const std::string& ok : std::vector<std::string>{"--benchmark_filter=" + id, "--benchmark_filter=all",
+                                                         "--benchmark_filter=", "--benchmark_filter=-no_such_case",
+                                                         "--benchmark_filter=manual_time"})
+    EXPECT_NO_THROW(check_benchmark_filter(specs, {ok})) << ok;
+  for (const std::string bad : {"--benchmark_filter=no_such_case", "--benchmark_filter=-.", "--benchmark_filter=-cast"}) {
+    try {
+      check_benchmark_filter(specs, {bad});
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("no case matches " + bad), std::string::npos) << e.what();
+    }
+  }
+  for (const std::string bad : {"--benchmark_filter=(", "--benchmark_filter=-[a", "--benchmark_filter=a{2,1}"})
+    EXPECT_THROW(configure_google_benchmark({bad}), UsageError) << bad;
+  for (const std::string bad : {"--benchmark_format=xml", "--benchmark_out_format=JSON", "--benchmark_format="})
+    EXPECT_THROW(configure_google_benchmark({bad}), UsageError) << bad;
 }
 
 }  // namespace

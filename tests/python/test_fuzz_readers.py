@@ -1,9 +1,13 @@
 """A mutation fuzzer for every file mpbench reads: result documents (explain, compare), a
 checkpoint's config.json, batch.json and model.safetensors, and token files. Each run draws a fresh
 seed (MPBENCH_FUZZ_SEED replays one) and spends MPBENCH_FUZZ_SECONDS (default 60) mutating valid
-files. It fails on a crash (a signal), a hang (the time limit), an exit status other than 0 or 2
-(for compare on a well-formed pair, also 1 and 3), exit 1 or 3 from compare on a malformed
-document, and an error that is not one line naming the file and, for a result document, the field."""
+files, and always tries the classes that once got through: metrics of a result document that
+contradict themselves (min above median, a samples count other than the values', a negative time
+or rate), and config.json sizes of unknown configs at and beyond every bound. It fails on a crash
+(a signal), a hang (the time limit), an exit status other than 0 or 2 (for compare on a
+well-formed pair, also 1 and 3), exit 1 or 3 from compare on a malformed document, inconsistent
+metrics accepted, and an error that is not one line naming the file and, for a result document,
+the field."""
 import json
 import os
 import random
@@ -25,7 +29,8 @@ TIMEOUT_S = 30
 pytestmark = pytest.mark.skipif(not BINARY.exists(), reason=f"mpbench is not built at {BINARY}")
 
 # Where a malformed result document's error says the fault is.
-FIELD = re.compile(r"the document|cases\[\d+\]|speedups\[\d+\]|not valid JSON|deeper than|no \"schema\" field|"
+FIELD = re.compile(r"the document|cases\[\d+\]|speedups\[\d+\]|not valid JSON|NUL byte at byte \d+|deeper than|"
+                   r"no \"schema\" field|"
                    r"has schema|is (a folder|missing|a FIFO|a device)")
 
 
@@ -98,6 +103,50 @@ def mutate_bytes(data, rng):
     else:
         data += bytes(data)  # two documents in one file
     return bytes(data)
+
+
+# Ways a summary of times can contradict itself or its samples, and a rate go negative: each must
+# be refused (exit 2, naming the field) by every reader, never drawn into a verdict.
+def break_metrics(document, rng):
+    doc = json.loads(json.dumps(document))
+    case = rng.choice([c for c in doc["cases"] if c["status"] == "ok"])
+    stats = case["metrics"]["seconds"]
+    factor = rng.uniform(1.01, 100)
+    breaks = [
+        ("max", lambda: stats.update(min=stats["max"] * factor)),  # a min above the max: named at max
+        ("median", lambda: stats.update(median=stats["max"] * factor)),
+        ("median", lambda: stats.update(median=stats["min"] / factor)),
+        ("mean", lambda: stats.update(mean=stats["max"] * factor)),
+        ("max", lambda: stats.update(max=stats["min"] / factor)),
+        ("samples", lambda: stats.update(samples=len(stats["values"]) + rng.randint(1, 50))),
+        ("samples", lambda: stats.update(samples=0)),
+        ("values", lambda: stats["values"].__setitem__(rng.randrange(len(stats["values"])), stats["max"] * factor)),
+        ("stddev", lambda: stats.update(stddev=-stats["stddev"] - 1e-9)),
+        ("min", lambda: stats.update(min=-stats["min"])),
+        ("rates", lambda: case["rates"].update({rng.choice(list(case["rates"]) or ["tflops"]): -factor})),
+    ]
+    field, apply = rng.choice(breaks)
+    apply()
+    return json.dumps(doc), field
+
+
+# Sizes for a config.json of a config mpbench does not know: at and beyond every bound, up to 2^64.
+HUGE = [2 ** 16, 2 ** 20 + 1, 2 ** 24, 2 ** 24 + 1, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 40, 2 ** 53 + 1, 2 ** 63 - 1,
+        2 ** 64 - 1, -1, -2 ** 63, 0, 1.5, 1e300]
+
+
+def huge_config(original, rng):
+    config = json.loads(original)
+    name = rng.choice([None, "", "custom", "gpt2-xxl", "tiny2", "\x1b[31mred", "x" * 300])
+    if name is None:
+        config.pop("mpbench", None)
+    else:
+        config.setdefault("mpbench", {})["config"] = name
+    for field in rng.sample(["vocab_size", "n_positions", "n_embd", "n_layer", "n_head"], rng.randint(1, 5)):
+        config[field] = rng.choice(HUGE)
+    if rng.random() < 0.3:
+        config.setdefault("mpbench", {})["vocab_pad"] = rng.choice(HUGE)
+    return json.dumps(config).encode()
 
 
 class Findings:
@@ -174,13 +223,26 @@ def test_readers_survive_mutated_files(tmp_path, checkpoint):
         compared = run(["compare", str(base), str(doc)], tmp_path)
         findings.check("compare gemm_base.json doc.json", doc.read_bytes(), compared, {2} if malformed else {0, 1, 2, 3},
                        str(doc), field_named=malformed)
+        # A well-formed document whose metrics contradict themselves: refused, naming the field.
+        broken, field = break_metrics(rng.choice(documents), rng)
+        doc.write_text(broken)
+        for command in (["explain", str(doc)], ["compare", str(base), str(doc)]):
+            done = run(command, tmp_path)
+            findings.check(f"{command[0]} with inconsistent {field}", doc.read_bytes(), done, {2}, str(doc),
+                           field_named=True)
+            if done is not None and done.returncode == 2 and f".{field}" not in done.stderr:
+                findings.problems.append(f"{command[0]}: inconsistent {field} named otherwise: {done.stderr.strip()}")
         # A checkpoint's files and a token file, every few rounds (each is a short training run).
         if round_ % 4 == 0:
-            target = rng.choice(["config.json", "batch.json", "model.safetensors"])
+            target = rng.choice(["config.json", "config.json (huge)", "batch.json", "model.safetensors"])
             trial = tmp_path / f"ckpt-{round_}"
             shutil.copytree(checkpoint, trial)
+            huge = target.endswith("(huge)")
+            target = target.split()[0]
             original = (trial / target).read_bytes()
-            if target.endswith(".json") and rng.random() < 0.7:
+            if huge:
+                changed = huge_config(original, rng)
+            elif target.endswith(".json") and rng.random() < 0.7:
                 changed = mutate_json(json.loads(original), rng).encode()
             elif target == "model.safetensors" and rng.random() < 0.7:
                 length = struct.unpack("<Q", original[:8])[0]

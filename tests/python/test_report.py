@@ -2,8 +2,10 @@
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -238,6 +240,8 @@ def test_folder_input_ignores_other_json(report, write_document, tmp_path):
     ('{"schema": "mpbench.result/1", "created": "x", "env": {}, "run": {"x": 1e999}}', "1e999 overflows a double"),
     ('[' * 100000 + ']' * 100000, "nests deeper than 64 levels"),
     ('{"a":' * 65 + '1' + '}' * 65, "nests deeper than 64 levels"),
+    ('{"schema": "mpbench.result/1"}\0{"cases": 3}', "holds a NUL byte at character 30"),
+    ('\0{"schema": "mpbench.result/1"}', "holds a NUL byte at character 0"),
 ])
 def test_unusable_document_exits_2_with_one_line(report, tmp_path, capsys, content, expected):
     path = tmp_path / "bad.json"
@@ -255,6 +259,24 @@ def test_a_document_off_the_schema_names_the_field(report, tmp_path, capsys):
     assert run_report(report, [path, "-o", tmp_path / "out"]) == 2
     err = capsys.readouterr().err
     assert "malformed at $.cases[3].metrics.seconds.median" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("field, edit", [
+    ("max", lambda s: s.update(max=s["min"] / 2)),
+    ("median", lambda s: s.update(median=s["max"] * 1.5)),
+    ("median", lambda s: s.update(median=s["min"] / 3)),
+    ("mean", lambda s: s.update(mean=s["max"] * 2)),
+    ("samples", lambda s: s.update(samples=s["samples"] + 1)),
+    ("values", lambda s: s["values"].__setitem__(2, s["max"] * 10)),
+])
+def test_times_that_contradict_themselves_name_the_field(report, tmp_path, capsys, field, edit):
+    doc = full_document()
+    edit(doc["cases"][4]["metrics"]["seconds"])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    assert run_report(report, [path, "-o", tmp_path / "out"]) == 2
+    err = capsys.readouterr().err
+    assert f"inconsistent at $.cases[4].metrics.seconds.{field}:" in err and err.count("\n") == 1, err
 
 
 def test_a_fifo_given_as_a_document_exits_2_without_blocking(report, tmp_path, capsys):
@@ -298,6 +320,55 @@ def test_unknown_reference_machine_or_bad_prices_exit_2(report, write_document, 
     prices.write_text("machine,price_per_hour,watts\nA100,cheap,400\n")
     assert run_report(report, [a100, h100, "-o", tmp_path / "o2", "--prices", prices]) == 2
     assert "'cheap'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix, row", [
+    (".csv", "A100,nan,400"), (".csv", "A100,2.0,inf"), (".csv", "A100,-2.0,400"), (".csv", "A100,2.0,-inf"),
+    (".csv", "A100,0,400"), (".csv", "A100,1e999,400"), (".json", {"A100": {"price_per_hour": "NaN"}}),
+    (".json", {"A100": {"watts": "Infinity"}}), (".json", [{"machine": "A100", "price_per_hour": -0.5}]),
+])
+def test_prices_that_are_not_positive_finite_numbers_exit_2(report, write_document, tmp_path, capsys, suffix, row):
+    a100, h100 = multi_machine_documents(write_document)
+    prices = tmp_path / f"prices{suffix}"
+    prices.write_text(json.dumps(row) if suffix == ".json" else f"machine,price_per_hour,watts\n{row}\n")
+    assert run_report(report, [a100, h100, "-o", tmp_path / "out", "--prices", prices]) == 2
+    err = capsys.readouterr().err
+    assert "must be a positive, finite number" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def staging_folders(parent: Path, out_name: str):
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{out_name}."))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_while_drawing_removes_the_staging_folder(write_document, tmp_path, signum):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "earlier.txt").write_text("kept")
+    doc = write_document("a.json", full_document())
+    child = subprocess.Popen([sys.executable, str(REPORT_PATH), str(doc), "-o", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not staging_folders(tmp_path, "out") and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert child.poll() is None, "report.py finished before it could be interrupted"
+    child.send_signal(signum)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 128 + signum, err
+    assert f"interrupted ({signal.Signals(signum).name}): the report was not written" in err, err
+    assert staging_folders(tmp_path, "out") == []
+    assert sorted(p.name for p in out.iterdir()) == ["earlier.txt"]
+
+
+def test_staging_folders_of_killed_runs_are_removed(report, write_document, tmp_path):
+    doc = write_document("cast.json", document(cast_cases()))
+    (tmp_path / ".out.99999999.abc").mkdir()  # beyond the largest pid: its run is gone
+    (tmp_path / f".out.{os.getppid()}.def").mkdir()  # a running process's: kept
+    (tmp_path / ".outer.99999999.abc").mkdir()  # another report's name
+    assert run_report(report, [doc, "-o", tmp_path / "out"]) == 0
+    assert staging_folders(tmp_path, "out") == [f".out.{os.getppid()}.def"]
+    assert (tmp_path / ".outer.99999999.abc").is_dir()
 
 
 def test_reports_from_the_same_results_are_byte_identical(report, write_document, tmp_path):

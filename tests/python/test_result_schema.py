@@ -50,11 +50,11 @@ def test_every_ok_case_has_several_samples(document):
             assert stats["min"] <= stats["median"] <= stats["max"]
 
 
-def test_schema_rejects_single_samples_and_unknown_status(document):
+def test_schema_rejects_no_samples_and_unknown_status(document):
     ok = next(c for c in document["cases"] if c["status"] == "ok")
     single = copy.deepcopy(document)
     single["cases"] = [copy.deepcopy(ok)]
-    single["cases"][0]["metrics"]["seconds"]["samples"] = 1
+    single["cases"][0]["metrics"]["seconds"]["samples"] = 0
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(single, SCHEMA)
     unknown = copy.deepcopy(document)
@@ -67,3 +67,24 @@ def test_schema_rejects_single_samples_and_unknown_status(document):
     unexplained["cases"] = [dict(skipped, message="")]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(unexplained, SCHEMA)
+
+
+@pytest.mark.parametrize("steps, timed", [(2, 1), (3, 2)])
+def test_a_tiny_run_validates_reports_and_says_when_one_step_was_timed(tmp_path, report, steps, timed):
+    """The shortest transformer runs: --steps 2 keeps its warm-up step and times one step, which
+    has no spread and is marked unconverged; report.py draws either."""
+    out = tmp_path / "tiny.json"
+    done = subprocess.run([str(BINARY), "run", "--suite", "transformer", "--device", "cpu", "--config", "tiny",
+                           "--steps", str(steps), "--precision", "fp32,amp-bf16", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    for case in doc["cases"]:
+        stats = case["metrics"]["seconds"]
+        assert stats["samples"] == timed == len(stats["values"]), stats
+        unconverged = case["details"].get("measurement", {}).get("converged") is False
+        assert unconverged == (timed == 1), case["details"].get("measurement")
+        assert (f"{case['precision']}: note: one timed step" in done.stderr) == (timed == 1), done.stderr
+    assert report.main([str(out), "-o", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "index.html").is_file()

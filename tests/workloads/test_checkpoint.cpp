@@ -1,8 +1,10 @@
 // Hugging Face checkpoints: the safetensors bytes against a hand-computed file, the round trip of
 // the tiny model with a batch and its gradients, and every malformed file giving a UsageError.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -237,7 +239,8 @@ void expect_usage_error(const std::function<void()>& action, const std::vector<s
     action();
     ADD_FAILURE() << "no UsageError; expected one mentioning " << parts.front();
   } catch (const UsageError& e) {
-    for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    for (const std::string& part : parts)
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "expected " << part << " in " << e.what();
   }
 }
 
@@ -269,9 +272,38 @@ struct Corruption {
   const char* name;
   const char* file;
   std::function<void(const fs::path&)> apply;
-  const char* message;
+  std::string message;
   const char* named = nullptr;  // the file the message names, when not the broken one
 };
+
+// Sets element `index` (in the file's order) of tensor `name` in safetensors file `path` to `value`.
+void poke(const fs::path& path, const std::string& name, std::size_t index, float value) {
+  std::string file = read_file(path);
+  const std::uint64_t n = header_length(file);
+  const json header = json::parse(file.substr(8, n));
+  const std::uint64_t at = 8 + n + header[name]["data_offsets"][0].get<std::uint64_t>() + index * sizeof(float);
+  std::memcpy(file.data() + at, &value, sizeof value);
+  write_file(path, file);
+}
+
+// Puts a NUL byte into the header of safetensors file `path`, inside its first key.
+void nul_in_header(const fs::path& path) {
+  const std::string file = read_file(path);
+  const std::uint64_t n = header_length(file);
+  std::string text = file.substr(8, n);
+  text.insert(2, 1, '\0');
+  write_file(path, le64(text.size()) + text + file.substr(8 + n));
+}
+
+// config.json of a config mpbench does not know (no mpbench section), with `edit` applied.
+std::function<void(const fs::path&)> unknown_config(std::function<void(json&)> edit) {
+  return [edit](const fs::path& path) {
+    edit_json(path, [&](json& j) {
+      j.erase("mpbench");
+      edit(j);
+    });
+  };
+}
 
 TEST(CheckpointFile, MalformedFilesAreUsageErrors) {
   TinyRun run;
@@ -289,13 +321,20 @@ TEST(CheckpointFile, MalformedFilesAreUsageErrors) {
       {"config shape differs from tiny", "config.json", doc([](json& j) { j["n_layer"] = 3; }), "n_layer is 3"},
       {"other activation", "config.json", doc([](json& j) { j["activation_function"] = "gelu"; }),
        "activation_function"},
-      {"too short", "model.safetensors", [](const fs::path& p) { write_file(p, "abc"); }, "too short"},
+      // Its size is checked against config.json's first: a file too small is not read.
+      {"too short", "model.safetensors", [](const fs::path& p) { write_file(p, "abc"); }, "has 3 bytes, but"},
       {"header length too large", "model.safetensors",
-       [](const fs::path& p) { write_file(p, le64(1000) + R"({"__metadata__":{}})"); }, "exceeds"},
+       [](const fs::path& p) {
+         const std::string file = read_file(p);
+         write_file(p, le64(file.size()) + file.substr(8));
+       },
+       "exceeds"},
       {"header not JSON", "model.safetensors",
        [](const fs::path& p) {
-         const std::string text = "{\"wte.weight\":";
-         write_file(p, le64(text.size()) + text + std::string(64, '\0'));
+         const std::string file = read_file(p);
+         std::string text = "{\"wte.weight\":";
+         text.resize(header_length(file), ' ');
+         write_file(p, file.substr(0, 8) + text + file.substr(8 + text.size()));
        },
        "not valid JSON"},
       {"fp16 tensor", "model.safetensors", header([](json& h) { h["ln_f.bias"]["dtype"] = "F16"; }), "dtype \"F16\""},
@@ -316,6 +355,64 @@ TEST(CheckpointFile, MalformedFilesAreUsageErrors) {
       {"batch without loss", "batch.json", doc([](json& j) { j.erase("loss"); }), "loss"},
       {"gradients without a batch", "batch.json", [](const fs::path& p) { fs::remove(p); }, "no batch.json",
        "grads.safetensors"},
+      // A NUL ends the JSON library's input: what follows it would go unread.
+      {"NUL after the config", "config.json",
+       [](const fs::path& p) { write_file(p, read_file(p) + std::string(1, '\0') + "{\"n_layer\": 99}"); }, "NUL byte"},
+      {"NUL in the safetensors header", "model.safetensors", nul_in_header, "NUL byte at byte 2"},
+      {"NUL in the batch", "batch.json", [](const fs::path& p) { write_file(p, std::string(1, '\0') + read_file(p)); },
+       "NUL byte at byte 0"},
+      // Sizes of a config mpbench does not know: bounded before anything is allocated, and their
+      // parameter count (in 64 bits) checked against the weights file before it is read.
+      {"unknown config with a vocabulary beyond 64 bits", "config.json",
+       unknown_config([](json& j) { j["vocab_size"] = std::uint64_t{1} << 63; }),
+       "field 'vocab_size' is 9223372036854775808, not an integer from 1 to 16777216"},
+      {"unknown config with 2^31 - 1 channels", "config.json", unknown_config([](json& j) { j["n_embd"] = 2147483647; }),
+       "field 'n_embd' is 2147483647, not an integer from 1 to 65536"},
+      {"unknown config with negative layers", "config.json", unknown_config([](json& j) { j["n_layer"] = -1; }),
+       "field 'n_layer' is -1"},
+      {"unknown config with fractional positions", "config.json", unknown_config([](json& j) { j["n_positions"] = 16.5; }),
+       "field 'n_positions' is 16.5"},
+      {"unknown config with more heads than channels", "config.json", unknown_config([](json& j) { j["n_head"] = 33; }),
+       "field 'n_head' is 33, not an integer from 1 to 32"},
+      {"unknown config at every size's bound", "config.json",
+       unknown_config([](json& j) {
+         j["vocab_size"] = 1 << 24;
+         j["n_positions"] = 1 << 20;
+         j["n_embd"] = 1 << 16;
+         j["n_layer"] = 1 << 12;
+         j["n_head"] = 1;
+       }),
+       "n_layer 4096) make 212277953429504 parameters", "model.safetensors"},
+      {"unknown config one layer larger than its weights", "config.json", unknown_config([](json& j) { j["n_layer"] = 3; }),
+       "the files do not belong together", "model.safetensors"},
+      {"unknown config one token smaller than its weights", "config.json",
+       unknown_config([](json& j) { j["vocab_size"] = 59; }), "do not belong together", "model.safetensors"},
+      {"vocab_pad beyond its bound", "config.json", doc([](json& j) { j["mpbench"]["vocab_pad"] = 1 << 20; }),
+       "field 'vocab_pad' is 1048576, not an integer from 1 to 65536"},
+      {"vocab_pad that is not a number", "config.json", doc([](json& j) { j["mpbench"]["vocab_pad"] = "64"; }),
+       "field 'vocab_pad' is \"64\""},
+      {"unknown config padded beyond its parameters", "config.json",
+       doc([](json& j) {
+         j["mpbench"]["config"] = "custom";
+         j["mpbench"]["vocab_pad"] = 1 << 16;
+       }),
+       "more padding than the checkpoint has parameters"},
+      // Weights every mode can start from: finite, and within fp16's range (amp-fp16 copies them).
+      {"a NaN weight", "model.safetensors",
+       [&](const fs::path& p) { poke(p, "h.0.mlp.c_fc.weight", run.seed % 4096, std::nanf("")); },
+       fmt::format("tensor 'h.0.mlp.c_fc.weight' element {} is nan", run.seed % 4096)},
+      {"an infinite weight", "model.safetensors",
+       [&](const fs::path& p) { poke(p, "wte.weight", run.seed % 1920, -INFINITY); },
+       fmt::format("tensor 'wte.weight' element {} is -inf", run.seed % 1920)},
+      {"a weight beyond fp16", "model.safetensors", [&](const fs::path& p) { poke(p, "ln_f.bias", run.seed % 32, 1e6f); },
+       fmt::format("tensor 'ln_f.bias' element {} is 1000000: values must be finite and at most 65504", run.seed % 32)},
+      {"a NaN gradient", "grads.safetensors", [&](const fs::path& p) { poke(p, "wpe.weight", run.seed % 512, NAN); },
+       fmt::format("tensor 'wpe.weight' element {} is nan: values must be finite", run.seed % 512)},
+      {"two tensors at one offset", "model.safetensors",
+       header([](json& h) { h["ln_f.bias"]["data_offsets"] = h["h.1.ln_1.bias"]["data_offsets"]; }), "overlap"},
+      {"two tensors at one offset, named", "model.safetensors",
+       header([](json& h) { h["h.0.ln_2.bias"]["data_offsets"] = h["h.0.ln_1.bias"]["data_offsets"]; }),
+       "both start at byte"},
   };
   for (const Corruption& c : cases) {
     SCOPED_TRACE(c.name);
