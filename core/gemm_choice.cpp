@@ -42,8 +42,11 @@ std::optional<GemmChoice> choice_of(const json& algorithm, std::string gemm, std
 
 std::string GemmChoice::summary() const {
   std::vector<std::string> parts;
-  const auto add = [&](const char* key, const char* label) {
-    if (identity.contains(key)) parts.push_back(fmt::format("{}{}", label, text_of(identity[key])));
+  // A tile or stages id the build's header did not know is already written "tile 42".
+  const auto add = [&](const char* key, const std::string& label) {
+    if (!identity.contains(key)) return;
+    const std::string value = text_of(identity[key]);
+    parts.push_back(value.rfind(label, 0) == 0 ? value : label + value);
   };
   add("algo_id", "algo ");
   add("tile", "tile ");

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -49,7 +48,7 @@ std::map<std::string, const CaseResult*> ok_cases(const ResultDocument& doc) {
   return out;
 }
 
-const CaseResult* find(const std::map<std::string, const CaseResult*>& cases, const std::string& id) {
+const CaseResult* case_at(const std::map<std::string, const CaseResult*>& cases, const std::string& id) {
   const auto found = cases.find(id);
   return found == cases.end() ? nullptr : found->second;
 }
@@ -143,11 +142,11 @@ std::vector<Finding> against_findings(const ResultDocument& current, const Expla
     const auto found = old_speedups.find(now.id);
     if (!now.speedup || found == old_speedups.end() || found->second <= 0) continue;
     if (std::abs(*now.speedup / found->second - 1) < kAgainstSpeedupChange) continue;
-    const CaseResult* new_case = find(new_cases, now.id);
+    const CaseResult* new_case = case_at(new_cases, now.id);
     if (!new_case) continue;
-    auto gemms = changed_gemms(find(old_cases, now.id), new_case);
+    auto gemms = changed_gemms(case_at(old_cases, now.id), new_case);
     const std::string base_id = fmt::format("{}/{}/{}/{}", new_case->suite, new_case->name, new_case->backend, baseline);
-    for (auto& g : changed_gemms(find(old_cases, base_id), find(new_cases, base_id))) gemms.push_back(std::move(g));
+    for (auto& g : changed_gemms(case_at(old_cases, base_id), case_at(new_cases, base_id))) gemms.push_back(std::move(g));
     if (!gemms.empty()) out.push_back(algorithm_finding(now, found->second, gemms, versions, baseline));
   }
   return out;
