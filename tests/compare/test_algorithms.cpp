@@ -171,6 +171,20 @@ TEST(CompareAlgorithms, TransformerGemmsPairByProblemAndTellTensorCoresApart) {
   EXPECT_EQ(changes[1].current->summary(), "CUBLAS_COMPUTE_32F, Tensor Cores");
 }
 
+TEST(CompareAlgorithms, TransformerGemmsOnTensorCoresInBothDifferByTheirConfiguration) {
+  CaseResult base = timed_case("bert", "amp-fp16", samples_around(1e-2, 0.01), "transformer");
+  CaseResult current = base;
+  base.details["gemm_algorithms"] = transformer_algorithms(true);
+  current.details["gemm_algorithms"] = transformer_algorithms(true);
+  base.details["gemm_algorithms"][1].update({{"algo_id", 21}, {"tile", "64x64"}, {"stages", "32x3"}, {"split_k", 1}});
+  current.details["gemm_algorithms"][1].update({{"algo_id", 21}, {"tile", "128x64"}, {"stages", "32x3"}, {"split_k", 1}});
+  const auto changes = gemm_choice_changes(base, current);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_TRUE(changes[1].changed()) << "another tile";
+  EXPECT_FALSE(changes[1].tensor_cores_changed());
+  EXPECT_EQ(changes[1].current->summary(), "algo 21, tile 128x64, stages 32x3, CUBLAS_COMPUTE_32F, Tensor Cores");
+}
+
 TEST(CompareAlgorithms, AGemmOnOneSideOnlyIsAChange) {
   CaseResult base = timed_case("bert", "amp-fp16", samples_around(1e-2, 0.01), "transformer");
   CaseResult current = base;
