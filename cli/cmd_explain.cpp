@@ -1,6 +1,7 @@
-// `mpbench explain RESULT.json [--baseline fp32] [--peer TORCH.json] [--json]`: why each precision is
-// or is not faster than the baseline, from what the result document recorded, and with --peer
-// mpbench against PyTorch's document of the same cases. A malformed document is a UsageError (exit 2).
+// `mpbench explain RESULT.json [--baseline fp32] [--peer TORCH.json] [--against OLD.json] [--json]`:
+// why each precision is or is not faster than the baseline, from what the result document recorded;
+// with --peer mpbench against PyTorch's document of the same cases; with --against the same cases
+// under other library versions, naming a changed GEMM algorithm as the cause of a changed speedup. A malformed document is a UsageError (exit 2).
 #include <fmt/format.h>
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/result.hpp"
+#include "profiler/against.hpp"
 #include "profiler/explain.hpp"
 #include "profiler/peer.hpp"
 
@@ -21,6 +23,7 @@ struct ExplainArgs {
   std::string result;
   std::string baseline = "fp32";
   std::string peer;
+  std::string against;
   bool json = false;
 };
 
@@ -38,6 +41,16 @@ ResultDocument load_peer(const ExplainArgs& args, const ResultDocument& document
   return peer;
 }
 
+// The document of --against: mpbench's, of the same suites, not PyTorch's.
+ResultDocument load_against(const ExplainArgs& args) {
+  ResultDocument old = load_result(args.against);
+  if (profiler::is_torch_document(old))
+    throw UsageError(fmt::format("--against '{}' is PyTorch's document (backend torch): --against takes an mpbench "
+                                 "document of the same cases, --peer PyTorch's",
+                                 args.against));
+  return old;
+}
+
 int run_explain(const ExplainArgs& args) {
   const ResultDocument document = load_result(args.result);
   const auto peer = args.peer.empty() ? std::optional<ResultDocument>() : load_peer(args, document);
@@ -51,6 +64,15 @@ int run_explain(const ExplainArgs& args) {
   if (peer) {
     explanation.peer_label = profiler::peer_label(*peer);
     explanation.peer = profiler::peer_findings(document, *peer, args.baseline);
+  }
+  if (!args.against.empty()) {
+    const ResultDocument old = load_against(args);
+    explanation.against_label = args.against;
+    try {
+      explanation.against = profiler::against_findings(document, explanation, old, args.baseline);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("--against '{}': {}", args.against, e.what()));
+    }
   }
   if (args.json) fmt::print("{}\n", explanation.to_json().dump(2));
   else fmt::print("{}", explanation.to_text());
@@ -69,6 +91,9 @@ void add_explain_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--peer", args->peer,
                   "PyTorch's document of the same cases (scripts/torch_baseline.py): mpbench against PyTorch per "
                   "suite and precision, and where PyTorch's low-precision path is much slower than the hardware allows");
+  cmd->add_option("--against", args->against,
+                  "mpbench's document of the same cases under other library versions (another CUDA, cuBLAS or "
+                  "driver): names a changed GEMM algorithm as the cause where a speedup moved");
   cmd->add_flag("--json", args->json, "print the explanation as JSON");
   cmd->callback([args, &exit_code] { exit_code = run_explain(*args); });
 }

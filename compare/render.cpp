@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "core/error.hpp"
@@ -236,6 +237,35 @@ std::string text_lists(const Report& r) {
   return lists;
 }
 
+std::string library_line(const Report& r) {
+  std::vector<std::string> changes;
+  for (const auto& f : r.library_changes)
+    changes.push_back(fmt::format("{} {} -> {}", f.field, dash_if_empty(f.base), dash_if_empty(f.current)));
+  return fmt::format("{}", fmt::join(changes, "; "));
+}
+
+std::string choice_summary(const std::optional<GemmChoice>& choice) { return choice ? choice->summary() : "-"; }
+
+// One row per GEMM of each case: the flag, the case, the GEMM, the base's algorithm, the new one's.
+std::vector<Row> algorithm_rows(const Report& r, const char* flag) {
+  std::vector<Row> rows;
+  for (const auto& a : r.algorithms)
+    for (const auto& g : a.gemms)
+      rows.push_back({g.changed() ? flag : "", a.key.label(), g.gemm, choice_summary(g.base), choice_summary(g.current)});
+  return rows;
+}
+
+std::string algorithms_heading(const Report& r) {
+  return fmt::format("GEMM algorithms (base -> new): {} of {} cases chose another", r.algorithms_changed(),
+                     r.algorithms.size());
+}
+
+std::string text_algorithms(const Report& r) {
+  std::vector<Row> rows{{"", "case", "GEMM", "base", "new"}};
+  for (auto& row : algorithm_rows(r, "CHANGED")) rows.push_back(std::move(row));
+  return algorithms_heading(r) + ":\n" + aligned_table(rows);
+}
+
 std::string result_line(const Report& r) {
   std::string line = fmt::format("result: {} ({})\n", result_word(r), summary_line(r));
   if (r.nothing_compared()) line += fmt::format("nothing compared: {}\n", r.why_nothing_compared());
@@ -288,12 +318,14 @@ std::string render_text(const Report& r) {
                                side_line(r.base_sources, r.base_machine, shown),
                                side_line(r.current_sources, r.current_machine, shown),
                                fmt::join(what_is_compared(r.options), "\n  ")));
+  if (!r.library_changes.empty()) blocks.push_back(fmt::format("library versions changed: {}\n", library_line(r)));
   blocks.push_back(text_environment(r));
   if (!r.comparisons.empty()) {
     std::vector<Row> rows{comparison_header()};
     for (const auto& c : r.comparisons) rows.push_back(comparison_row(c));
     blocks.push_back(aligned_table(rows));
   }
+  if (r.show_algorithms()) blocks.push_back(text_algorithms(r));
   if (const auto changed = param_change_rows(r); !changed.empty())
     blocks.push_back("params changed (same case, other settings):\n" + aligned_table(changed));
   if (const auto lists = text_lists(r); !lists.empty()) blocks.push_back(lists);
@@ -305,6 +337,7 @@ std::string render_markdown(const Report& r) {
   std::string out = fmt::format("### mpbench compare: {}\n\n",
                                 r.regressed() ? "regression" : r.nothing_compared() ? "nothing compared" : "no regression");
   out += fmt::format("{}.\n\n", summary_line(r));
+  if (!r.library_changes.empty()) out += fmt::format("**Library versions changed:** {}.\n\n", markdown_inline(library_line(r)));
   if (r.nothing_compared()) out += fmt::format("Nothing compared: {}.\n\n", r.why_nothing_compared());
   if (const auto noisy = noisy_summary(r); !noisy.empty()) out += noisy + ".\n\n";
   out += fmt::format("Base: {} · new: {} · {}.\n\n", side_line(r.base_sources, r.base_machine, markdown_inline),
@@ -319,6 +352,9 @@ std::string render_markdown(const Report& r) {
     }
     out += markdown_table(comparison_header(), rows) + "\n";
   }
+  if (r.show_algorithms())
+    out += "#### " + algorithms_heading(r) + "\n\n" +
+           markdown_table({"", "case", "GEMM", "base", "new"}, algorithm_rows(r, "⚠️ changed")) + "\n";
   if (const auto changed = param_change_rows(r); !changed.empty())
     out += "#### Params changed\n\n" + markdown_table({"case", "change"}, changed) + "\n";
   std::vector<Row> not_ok_rows;
@@ -375,6 +411,28 @@ nlohmann::json status_json(const StatusChange& s) {
   return j;
 }
 
+nlohmann::json choice_json(const std::optional<GemmChoice>& choice) {
+  if (!choice) return nullptr;
+  return {{"summary", choice->summary()}, {"algorithm", choice->identity}};
+}
+
+nlohmann::json algorithms_json(const Report& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& a : r.algorithms) {
+    nlohmann::json gemms = nlohmann::json::array();
+    for (const auto& g : a.gemms)
+      gemms.push_back({{"gemm", g.gemm},
+                       {"base", choice_json(g.base)},
+                       {"new", choice_json(g.current)},
+                       {"changed", g.changed()},
+                       {"tensor_cores_changed", g.tensor_cores_changed()}});
+    auto j = key_json(a.key);
+    j.update({{"changed", a.changed()}, {"gemms", gemms}});
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 nlohmann::json summary_json(const Report& r) {
   return {{"regressed", r.count(Verdict::regressed)}, {"newly_failing", r.newly_failing()},
           {"improved", r.count(Verdict::improved)},   {"noisy", r.count(Verdict::noisy)},
@@ -393,6 +451,8 @@ nlohmann::json report_json(const Report& r) {
   for (const auto& s : r.not_ok) not_ok.push_back(status_json(s));
   for (const auto& k : r.added) added.push_back(key_json(k));
   for (const auto& k : r.missing) missing.push_back(key_json(k));
+  nlohmann::json libraries = nlohmann::json::array();
+  for (const auto& f : r.library_changes) libraries.push_back({{"library", f.field}, {"base", f.base}, {"new", f.current}});
   for (const auto& f : r.environment)
     environment.push_back(
         {{"field", f.field}, {"base", f.base}, {"new", f.current}, {"changed", f.changed()}, {"condition", f.condition}});
@@ -413,7 +473,10 @@ nlohmann::json report_json(const Report& r) {
           {"not_ok", not_ok},
           {"added", added},
           {"missing", missing},
-          {"environment", environment}};
+          {"environment", environment},
+          {"library_changes", libraries},
+          {"algorithms_changed", r.algorithms_changed()},
+          {"algorithms", algorithms_json(r)}};
 }
 
 std::string render(const Report& report, Format format) {

@@ -118,6 +118,10 @@ std::string Report::why_nothing_compared() const {
   return fmt::format("of the {} cases in common, {}", common_cases, fmt::join(parts, ", "));
 }
 
+std::size_t Report::algorithms_changed() const {
+  return std::count_if(algorithms.begin(), algorithms.end(), [](const CaseAlgorithms& a) { return a.changed(); });
+}
+
 int Report::exit_code() const {
   if (regressed()) return kExitRegressed;
   return nothing_compared() ? kExitNothingCompared : kExitNoRegression;
@@ -184,6 +188,8 @@ Report compare(const Side& base, const Side& current, const Options& options) {
     return verdict_order(x.verdict) < verdict_order(y.verdict);
   });
   report.environment = environment_fields(base, current);
+  report.library_changes = library_changes(report.environment);
+  report.algorithms = compare_algorithms(base, current);
   return report;
 }
 

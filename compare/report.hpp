@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/algorithms.hpp"
 #include "compare/environment.hpp"
 #include "compare/options.hpp"
 #include "compare/sides.hpp"
@@ -37,6 +38,8 @@ struct Report {
   std::vector<StatusChange> not_ok;
   std::vector<CaseKey> added, missing;
   std::vector<EnvironmentField> environment;
+  std::vector<EnvironmentField> library_changes;  // the environment's changed driver and library versions
+  std::vector<CaseAlgorithms> algorithms;          // the GEMM algorithms of the cases in common
   std::size_t common_cases = 0;
 
   std::size_t count(Verdict v) const;
@@ -48,6 +51,10 @@ struct Report {
   // Why no case could be compared, e.g. "the 4 cases in common are skipped in both"; empty otherwise.
   std::string why_nothing_compared() const;
   int exit_code() const;
+  std::size_t algorithms_changed() const;
+  // The algorithms are listed where a library version or an algorithm changed: otherwise they
+  // only repeat themselves.
+  bool show_algorithms() const { return !algorithms.empty() && (!library_changes.empty() || algorithms_changed() > 0); }
 };
 
 // Throws UsageError when the sides have no case in common (other suites) or a side has fewer

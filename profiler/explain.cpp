@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "profiler/against.hpp"
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
@@ -612,7 +613,7 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
   if (baseline_cases.empty())
     throw UsageError(fmt::format("no case ran in the baseline precision '{}': pick one that ran with --baseline",
                                  baseline));
-  Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc, CopyIndex(doc)), {}, {}};
+  Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc, CopyIndex(doc)), {}, {}, {}, {}};
   const DocumentFacts facts = gather_facts(doc, baseline);
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;
@@ -642,6 +643,10 @@ json Explanation::to_json() const {
   if (!peer_label.empty()) {
     j["peer"] = {{"label", peer_label}, {"findings", json::array()}};
     for (const auto& f : peer) j["peer"]["findings"].push_back(finding_json(f));
+  }
+  if (!against_label.empty()) {
+    j["against"] = {{"label", against_label}, {"findings", json::array()}};
+    for (const auto& f : against) j["against"]["findings"].push_back(finding_json(f));
   }
   return j;
 }
@@ -673,6 +678,15 @@ std::string Explanation::to_text() const {
     out += fmt::format("\nagainst {}; ratios above 1: mpbench faster:\n", peer_label);
     if (peer.empty()) out += "    no ok case pairs with one of PyTorch's by suite, name and precision\n";
     append_findings(out, peer, "    ");
+  }
+  if (!against_label.empty()) {
+    out += fmt::format("\nagainst {} (the same cases under its library versions):\n", against_label);
+    if (against.empty())
+      out += fmt::format("    same library versions, and no speedup moved by {:.0f}% with a changed GEMM algorithm\n",
+                         100 * kAgainstSpeedupChange);
+    else if (std::none_of(against.begin(), against.end(), [](const Finding& f) { return f.rule == "algorithm_changed"; }))
+      out += fmt::format("    no speedup moved by {:.0f}% with a changed GEMM algorithm\n", 100 * kAgainstSpeedupChange);
+    append_findings(out, against, "    ");
   }
   return out;
 }

@@ -62,6 +62,10 @@ struct Explanation {
   // With --peer: mpbench against PyTorch (profiler/peer.hpp); peer_label names PyTorch's side.
   std::string peer_label;
   std::vector<Finding> peer;
+  // With --against: the same cases under other library versions (profiler/against.hpp);
+  // against_label names the other document.
+  std::string against_label;
+  std::vector<Finding> against;
 
   nlohmann::json to_json() const;
   std::string to_text() const;

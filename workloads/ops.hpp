@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "amp/format_info.hpp"
 #include "core/capability.hpp"
 #include "core/error.hpp"
@@ -134,6 +136,9 @@ struct GemmAlgorithm {
   std::uint64_t numerical_impl_flags = 0;
   std::string compute_type;  // e.g. "CUBLAS_COMPUTE_32F"
   std::int64_t m = 0, n = 0, k = 0;  // the problem's dimensions (problem says them too)
+  // What else names the algorithm where the library says (cuBLASLt: algo_id, tile, stages,
+  // split_k), so that two library versions' choices can be told apart beyond Tensor Cores or not.
+  nlohmann::json configuration = nlohmann::json::object();
 };
 
 // Which GEMMs may run on Tensor Cores: a GPU counterfactual (`mpbench run --tensor-cores`). on: the

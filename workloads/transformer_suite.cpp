@@ -332,6 +332,7 @@ nlohmann::json gemm_algorithms_json(const TransformerOps<float>& ops, amp::Mode 
                    {"m", a.m},
                    {"n", a.n},
                    {"k", a.k}});
+    out.back().update(a.configuration);
   }
   return out;
 }

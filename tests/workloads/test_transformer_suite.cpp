@@ -345,7 +345,8 @@ TEST(TransformerSuite, EachModeRecordsTheGemmAlgorithmsOfItsPrecision) {
   ReportingOps ops({{"matmul forward (inp weight^T)", "bf16 GEMM m=64 n=16 k=64", GemmPrecision::bf16, false, true,
                      0x20202, "CUBLAS_COMPUTE_32F", 64, 16, 64},
                     {"matmul forward (inp weight^T)", "fp32 GEMM m=64 n=16 k=64", GemmPrecision::fp32, false, false,
-                     0x80201, "CUBLAS_COMPUTE_32F_PEDANTIC", 64, 16, 64},
+                     0x80201, "CUBLAS_COMPUTE_32F_PEDANTIC", 64, 16, 64,
+                     {{"algo_id", 6}, {"tile", "64x64"}, {"stages", "16x5"}}},
                     {"attention scores (q k^T)", "bf16 GEMM m=16 n=16 k=16 batch=16", GemmPrecision::bf16, true,
                      false, 0x20201, "CUBLAS_COMPUTE_32F_PEDANTIC", 16, 16, 16}});
   const auto outcome = run_transformer_suite(plan, ops, device, [](const std::string&) {});
@@ -363,7 +364,10 @@ TEST(TransformerSuite, EachModeRecordsTheGemmAlgorithmsOfItsPrecision) {
                             {"compute_type", "CUBLAS_COMPUTE_32F_PEDANTIC"},
                             {"m", 64},
                             {"n", 16},
-                            {"k", 64}}));
+                            {"k", 64},
+                            {"algo_id", 6},
+                            {"tile", "64x64"},
+                            {"stages", "16x5"}}));
   EXPECT_FALSE(outcome.cases[1].details.contains("gemm_algorithms")) << "no fp16 algorithm: nothing to record";
   const nlohmann::json& bf16 = outcome.cases[2].details;
   ASSERT_TRUE(bf16.contains("gemm_algorithms")) << bf16.dump();

@@ -171,8 +171,12 @@ std::vector<GemmAlgorithm> CudaTransformerOps::gemm_algorithms() const {
   std::vector<GemmAlgorithm> algorithms;
   for (const auto& [problem, plan] : plans_.plans()) {
     const cuda::MatmulRecord& record = plan.record();
+    nlohmann::json configuration = nlohmann::json::object();
+    for (const char* key : {"algo_id", "tile", "stages", "split_k"})
+      if (record.description.contains(key)) configuration[key] = record.description[key];
     algorithms.push_back({record.gemm, record.problem, problem.precision, problem.batch > 1, record.tensor_cores,
-                          record.numerical_impl_flags, record.compute_type, problem.m, problem.n, problem.k});
+                          record.numerical_impl_flags, record.compute_type, problem.m, problem.n, problem.k,
+                          std::move(configuration)});
   }
   return algorithms;
 }
