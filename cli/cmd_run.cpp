@@ -60,7 +60,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "native", "converted"}))->capture_default_str();
   auto* noise = cmd->add_option("--max-noise", *max_noise, "stop sampling once stddev/mean is below this (default 0.005; --quick 0.02)")->check(kPositive);
   auto* mintime = cmd->add_option("--min-time", *min_time, "seconds of device time to accumulate per case at least (default 0.5; --quick 0.05)")->check(kPositive);
-  auto* limit = cmd->add_option("--timeout", *timeout, "wall-clock seconds per case at most (default 15; --quick 3)")->check(kPositive);
+  auto* limit = cmd->add_option("--timeout", *timeout, "wall-clock seconds per case at most (default 15; --quick 0.5)")->check(kPositive);
   auto& t = o->transformer;
   const std::string training = "Transformer training";
   cmd->add_option("--config", t.config,

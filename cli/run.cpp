@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "cli/transformer_ops.hpp"
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
+#include "core/progress.hpp"
 #include "microbench/case_profile.hpp"
 #include "microbench/runner.hpp"
 #include "microbench/table.hpp"
@@ -138,13 +140,21 @@ SamplerConfig sampler_config(const RunOptions& o) {
   return c;
 }
 
-void print_progress(std::size_t done, std::size_t total, const CaseResult& r) {
-  std::string what = r.status == CaseStatus::ok
-                         ? fmt::format("{:.3g} ms", 1e3 * r.seconds->median)
-                         : fmt::format("{}: {}", case_status_name(r.status), r.message);
-  for (const char* key : {"tflops", "gbps"})
-    if (r.rates.contains(key)) what += fmt::format("  {:.4g} {}", r.rates[key].get<double>(), key == std::string("tflops") ? "TFLOP/s" : "GB/s");
-  std::fprintf(stderr, "[%zu/%zu] %s  %s\n", done, total, r.id().c_str(), what.c_str());
+// "[12/70 34 s, about 1 min 10 s left] gemm/square_512/bf16  0.45 ms  0.6 TFLOP/s": the case
+// against the measurements that will run, the time since they started and the time left at the
+// pace so far.
+microbench::ProgressFn progress_printer() {
+  const auto start = std::chrono::steady_clock::now();
+  return [start](std::size_t done, std::size_t total, const CaseResult& r) {
+    std::string what = r.status == CaseStatus::ok
+                           ? fmt::format("{:.3g} ms", 1e3 * r.seconds->median)
+                           : fmt::format("{}: {}", case_status_name(r.status), r.message);
+    for (const char* key : {"tflops", "gbps"})
+      if (r.rates.contains(key))
+        what += fmt::format("  {:.4g} {}", r.rates[key].get<double>(), key == std::string("tflops") ? "TFLOP/s" : "GB/s");
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    fmt::print(stderr, "[{}/{} {}] {}  {}\n", done, total, elapsed_and_left(elapsed, done, total), r.id(), what);
+  };
 }
 
 // A CPU run shares its cores with whatever else runs: say so when the load shows it did.
@@ -290,8 +300,14 @@ int run_benchmarks(const RunOptions& options) {
     throw UsageError(fmt::format("no case matches --filter '{}': see `mpbench list`", options.filter));
   microbench::check_benchmark_filter(specs, options.benchmark_args);
 
+  // What will really run: skipped cases are only listed in the table.
   std::vector<std::string> work;
-  if (!specs.empty() || !plan) work.push_back(fmt::format("{} case{}", specs.size(), specs.size() == 1 ? "" : "s"));
+  if (!specs.empty() || !plan) {
+    const std::size_t measured = microbench::measurements_to_run(specs, options.benchmark_args);
+    const auto skipped = std::count_if(specs.begin(), specs.end(), [](const CaseSpec& s) { return bool(s.skip_reason); });
+    work.push_back(fmt::format("{} measurement{}{}", measured, measured == 1 ? "" : "s",
+                               skipped ? fmt::format(" ({} case{} skipped)", skipped, skipped == 1 ? "" : "s") : ""));
+  }
   if (plan) work.push_back(fmt::format("{} training mode{}", plan->modes.size(), plan->modes.size() == 1 ? "" : "s"));
   fmt::print(stderr, "mpbench: {} on {} ({})\n", fmt::join(work, " and "), backend.device().name,
              backend.device().backend);
@@ -304,7 +320,7 @@ int run_benchmarks(const RunOptions& options) {
   bool benchmark_out_lost = false;
   if (!specs.empty()) {
     const auto case_profiler = profile ? microbench::make_case_profiler(backend.device(), print_line) : nullptr;
-    outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, print_progress,
+    outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, progress_printer(),
                                     case_profiler.get());
     if (const auto problem = microbench::benchmark_out_problem(options.benchmark_args)) {
       fmt::print(stderr, "mpbench: error: {}; mpbench's own document is written as usual\n", *problem);

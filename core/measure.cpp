@@ -15,7 +15,7 @@ SamplerConfig SamplerConfig::quick() {
   c.min_samples = 5;
   c.max_noise = 0.02;
   c.min_time_s = 0.05;
-  c.timeout_s = 3.0;
+  c.timeout_s = 0.5;  // a smoke run: no case samples for longer than half a second
   return c;
 }
 

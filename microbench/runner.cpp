@@ -88,6 +88,23 @@ std::optional<BenchmarkFilter> benchmark_filter(const std::vector<std::string>& 
 
 std::string benchmark_name(const CaseSpec& spec) { return spec.id() + "/iterations:1/manual_time"; }
 
+std::size_t measurements_to_run(const std::vector<CaseSpec>& specs, const std::vector<std::string>& args) {
+  const auto filter = benchmark_filter(args);
+  std::size_t cases = 0;
+  for (const CaseSpec& spec : specs)
+    cases += !spec.skip_reason &&
+             (!filter || std::regex_search(benchmark_name(spec), filter->pattern) != filter->negative);
+  long long repetitions = 1;
+  if (const auto value = flag_value(args, "--benchmark_repetitions")) {
+    try {
+      repetitions = std::max(1LL, std::stoll(*value));
+    } catch (const std::exception&) {
+      repetitions = 1;  // configure_google_benchmark refuses it before anything runs
+    }
+  }
+  return cases * static_cast<std::size_t>(repetitions);
+}
+
 void check_benchmark_filter(const std::vector<CaseSpec>& specs, const std::vector<std::string>& args) {
   const auto filter = benchmark_filter(args);
   if (!filter) return;
@@ -182,6 +199,7 @@ RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const
   RunOutcome outcome;
   std::size_t finished = 0, measurable = 0;
   for (const auto& spec : specs) measurable += spec.skip_reason ? 0 : 1;
+  const std::size_t measurements = measurements_to_run(specs, benchmark_args);
 
   for (const auto& spec : specs) {
     if (spec.skip_reason) continue;
@@ -210,7 +228,7 @@ RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const
           r = failed_case(spec, backend, e.what());
           state.SkipWithError(r.message.c_str());
         }
-        if (progress) progress(++finished, measurable, r);
+        if (progress) progress(++finished, measurements, r);
         merge_into(done, std::move(r));
       }
     })->Iterations(1)->UseManualTime()->Unit(benchmark::kMicrosecond);

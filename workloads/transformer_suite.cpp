@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/interrupt.hpp"
 #include "core/peaks.hpp"
+#include "core/progress.hpp"
 #include "core/stats.hpp"
 #include "profiler/attribute.hpp"
 #include "profiler/breakdown.hpp"
@@ -162,10 +164,24 @@ struct ModeRun {
   std::vector<float> final_weights;  // fp32 weights after the last step, when a checkpoint is wanted
 };
 
-std::string progress_line(const TransformerPlan& plan, amp::Mode mode, const StepRecord& r) {
+// Where the training stands: the mode among those that will run, and the clock of all of them (the
+// time left assumes the later modes' steps take as long as the steps so far).
+struct TrainingPace {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  int mode_number = 0;         // 1-based, of the modes that run
+  int modes = 0;               // that run (skipped ones left out)
+  std::size_t steps_done = 0;  // by the earlier modes
+  std::size_t steps_total = 0;
+};
+
+std::string progress_line(const TransformerPlan& plan, amp::Mode mode, const StepRecord& r, const TrainingPace& pace) {
   const double tokens = double(plan.train.batch) * plan.train.seq_len * plan.train.micro_batches;
-  std::string line = fmt::format("transformer {} {}: step {}/{} loss {:.4f} {:.0f} tok/s", plan.case_name(),
-                                 amp::mode_name(mode), r.step + 1, plan.train.steps, r.loss, tokens / r.seconds);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - pace.start).count();
+  std::string line = fmt::format("[mode {}/{} {}] transformer {} {}: step {}/{} loss {:.4f} {:.0f} tok/s",
+                                 pace.mode_number, pace.modes,
+                                 elapsed_and_left(elapsed, pace.steps_done + r.step + 1, pace.steps_total),
+                                 plan.case_name(), amp::mode_name(mode), r.step + 1, plan.train.steps, r.loss,
+                                 tokens / r.seconds);
   if (amp::policy(mode).loss_scaling == amp::LossScaling::dynamic) line += fmt::format(" scale {:g}", r.loss_scale);
   if (r.skipped) line += " (skipped: non-finite gradients)";
   return line;
@@ -277,7 +293,7 @@ ProfiledSteps profile_steps(const TransformerPlan& plan, Trainer& trainer, Trans
 
 ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<float>& ops, TokenSource& data,
                    const std::vector<float>* initial, bool time_ops, const DeviceInfo& device,
-                   const StartStepProfiler& start_profiler, const TrainingProgress& progress) {
+                   const StartStepProfiler& start_profiler, const TrainingProgress& progress, const TrainingPace& pace) {
   ModeRun run;
   struct StopTiming {
     TransformerOps<float>& ops;
@@ -297,7 +313,7 @@ ModeRun train_mode(const TransformerPlan& plan, amp::Mode mode, TransformerOps<f
       run.interrupted = true;
       return run;
     }
-    if (s % every == 0 || s + 1 == plan.train.steps) progress(progress_line(plan, mode, run.records.back()));
+    if (s % every == 0 || s + 1 == plan.train.steps) progress(progress_line(plan, mode, run.records.back(), pace));
     if (interrupt_requested()) {
       run.interrupted = true;
       return run;
@@ -624,6 +640,12 @@ std::filesystem::path trace_path_for(const std::string& trace_file, amp::Mode mo
   return path;
 }
 
+// Why `mode` cannot run on these ops with the attention it would get, or nothing.
+std::optional<std::string> mode_skip_reason(const TransformerPlan& plan, TransformerOps<float>& ops, amp::Mode mode) {
+  if (auto reason = unsupported_mode(ops, mode)) return reason;
+  return ops.attention_unsupported(choose_attention(plan, ops, mode).kernels, gemm_precision(mode), attention_dims(plan));
+}
+
 TransformerOutcome run_transformer_suite(const TransformerPlan& plan, TransformerOps<float>& ops,
                                          const DeviceInfo& device, const TrainingProgress& progress,
                                          const StartStepProfiler& start_profiler) {
@@ -638,6 +660,9 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
   if (!plan.checkpoint_in.empty()) initial = params_for(read_checkpoint(plan.checkpoint_in), plan.config);
 
   bool noted_unprofiled = false;
+  TrainingPace pace;
+  for (amp::Mode mode : plan.modes) pace.modes += !mode_skip_reason(plan, ops, mode);
+  pace.steps_total = static_cast<std::size_t>(pace.modes) * plan.train.steps;
   for (amp::Mode mode : plan.modes) {
     CaseResult c;
     c.suite = kTransformerSuite;
@@ -661,10 +686,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     c.params["activation_storage"] = activation_storage_name(
         activation_storage_for(plan.train.activation_storage, ops.has_half_storage(), mode));
     if (!attention.note.empty()) c.details["attention_note"] = attention.note;
-    std::optional<std::string> unsupported = unsupported_mode(ops, mode);
-    if (!unsupported)
-      unsupported = ops.attention_unsupported(attention.kernels, gemm_precision(mode), attention_dims(plan));
-    if (const auto& reason = unsupported) {
+    if (const auto reason = mode_skip_reason(plan, ops, mode)) {
       c.status = CaseStatus::skipped;
       c.message = *reason;
       progress(fmt::format("transformer {} {}: skipped: {}", c.name, c.precision, *reason));
@@ -675,8 +697,10 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     mode_plan.train.attention = attention.kernels;
     try {
       auto data = make_data(plan, chain);
+      ++pace.mode_number;
       const ModeRun run = train_mode(mode_plan, mode, ops, *data, initial ? &*initial : nullptr, on_cpu(device),
-                                     device, start_profiler, progress);
+                                     device, start_profiler, progress, pace);
+      pace.steps_done += run.records.size();
       outcome.interrupted = run.interrupted;
       if (run.interrupted && run.records.size() < static_cast<std::size_t>(plan.train.steps)) {
         keep_interrupted_steps(mode_plan, run, c);

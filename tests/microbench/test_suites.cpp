@@ -116,8 +116,9 @@ TEST(BandwidthSuite, SweepCrossesTheCache) {
   EXPECT_GT(largest, 4 * cache);
 }
 
-DeviceInfo device_with(std::uint64_t cache_bytes, std::uint64_t memory_bytes) {
+DeviceInfo device_with(std::uint64_t cache_bytes, std::uint64_t memory_bytes, std::string backend = "cuda") {
   DeviceInfo device;
+  device.backend = std::move(backend);
   device.l2_bytes = cache_bytes;
   device.memory_bytes = memory_bytes;
   return device;
@@ -133,11 +134,12 @@ TEST(BandwidthSuite, SweepGoesFromAnEighthToEightTimesTheCache) {
 TEST(BandwidthSuite, SweepStopsWhereThreeArraysWouldTakeHalfTheMemory) {
   // A 480 MiB last-level cache (2^27 fp32 elements) in 23.4 GiB: the largest case's three fp32
   // arrays may take 11.7 GiB, so 2^29 elements (6 GiB) and not 2^30 (12 GiB).
-  const auto vm = device_with(480ull << 20, 23400ull << 20);
-  EXPECT_EQ(bandwidth_sweep_elements(vm, true), (std::vector<std::int64_t>{1 << 24, 1 << 27, 1 << 29}));
+  const auto vm = device_with(480ull << 20, 23400ull << 20, "cpu");
+  // Quick on a CPU: an eighth of the cache and twice it.
+  EXPECT_EQ(bandwidth_sweep_elements(vm, true), (std::vector<std::int64_t>{1 << 24, 1 << 28}));
   EXPECT_EQ(bandwidth_sweep_elements(vm, false),
             (std::vector<std::int64_t>{1 << 24, 1 << 25, 1 << 26, 1 << 27, 1 << 28, 1 << 29}));
-  const auto small = device_with(480ull << 20, 1ull << 30);  // 1 GiB: 2^25 elements at most
+  const auto small = device_with(480ull << 20, 1ull << 30, "cpu");  // 1 GiB: 2^25 elements at most
   EXPECT_EQ(bandwidth_sweep_elements(small, true), (std::vector<std::int64_t>{1 << 24, 1 << 25}));
 }
 
@@ -256,6 +258,24 @@ TEST(Runner, MeasuresRealCpuCasesThroughGoogleBenchmark) {
   d.compute_speedups();
   ASSERT_EQ(d.speedups.size(), 1u);
   EXPECT_NE(format_summary(d).find("square_512"), std::string::npos);
+}
+
+TEST(Runner, ProgressCountsTheMeasurementsThatRun) {
+  auto cpu = cpu::make_backend();
+  std::vector<CaseSpec> chosen;
+  for (auto& c : cases_of("gemm", *cpu, {true, {"fp32", "bf16", "tf32"}, {}}))
+    if (c.name == "square_512") chosen.push_back(c);
+  ASSERT_EQ(chosen.size(), 3u);  // tf32 among them, skipped on a CPU
+  EXPECT_EQ(measurements_to_run(chosen, {}), 2u);
+  EXPECT_EQ(measurements_to_run(chosen, {"--benchmark_filter=fp32"}), 1u);
+  EXPECT_EQ(measurements_to_run(chosen, {"--benchmark_filter=-fp32"}), 1u);
+  EXPECT_EQ(measurements_to_run(chosen, {"--benchmark_filter=bf16|fp32", "--benchmark_repetitions=3"}), 6u);
+  SamplerConfig quick = SamplerConfig::quick();
+  quick.timeout_s = 0.2;
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  run_cases(*cpu, chosen, quick, {"--benchmark_repetitions=2"},
+            [&](std::size_t done, std::size_t total, const CaseResult&) { calls.emplace_back(done, total); });
+  EXPECT_EQ(calls, (std::vector<std::pair<std::size_t, std::size_t>>{{1, 4}, {2, 4}, {3, 4}, {4, 4}}));
 }
 
 TEST(Runner, AConvertedCaseRecordsItsPathAndItsSteps) {
