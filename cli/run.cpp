@@ -153,7 +153,9 @@ microbench::ProgressFn progress_printer() {
       if (r.rates.contains(key))
         what += fmt::format("  {:.4g} {}", r.rates[key].get<double>(), key == std::string("tflops") ? "TFLOP/s" : "GB/s");
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    fmt::print(stderr, "[{}/{} {}] {}  {}\n", done, total, elapsed_and_left(elapsed, done, total), r.id(), what);
+    // fputs, not fmt::print: a closed stderr must cost the line, not the run.
+    std::fputs(fmt::format("[{}/{} {}] {}  {}\n", done, total, elapsed_and_left(elapsed, done, total), r.id(), what).c_str(),
+               stderr);
   };
 }
 

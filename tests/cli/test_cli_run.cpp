@@ -315,8 +315,13 @@ pid_t start_mpbench(const std::vector<std::string>& args, const std::filesystem:
 
 void wait_for(const std::filesystem::path& err, const std::string& text) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (read_all(err).find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline)
+  while (read_all(err).find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "the run never printed '" << text << "':\n" << read_all(err);
+      return;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 int exit_status_of(pid_t child) {
@@ -370,7 +375,7 @@ TEST_F(CliRun, ARunInterruptedBeforeAnyCaseFinishedLeavesThePreviousDocument) {
   const pid_t child = start_mpbench({"run", "--suite", "gemm", "--device", "cpu", "--precision", "fp32", "--filter",
                                      "square_512/", "--min-time", "60", "--timeout", "120", "--out", out.string()},
                                     err);
-  wait_for(err, "mpbench: 1 case on");
+  wait_for(err, "mpbench: 1 measurement on");
   kill(child, SIGINT);
   EXPECT_EQ(exit_status_of(child), 130) << read_all(err);
   EXPECT_EQ(read_all(out), previous);
@@ -457,7 +462,7 @@ TEST_F(CliRun, AResultThatCannotBeWrittenIsKeptElsewhereAndSaidSo) {
   const pid_t child = start_mpbench({"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter",
                                      "cast/(copy|f32_to_bf16)/", "--out", out.string()},
                                     err, folder_ / "table.txt");
-  wait_for(err, "mpbench: 2 cases on");
+  wait_for(err, "mpbench: 2 measurements on");
   std::filesystem::remove_all(gone);  // after the checks, before the write
   EXPECT_EQ(exit_status_of(child), 1) << read_all(err);
   EXPECT_NE(read_all(folder_ / "table.txt").find("f32_to_bf16"), std::string::npos) << "the table is printed first";
