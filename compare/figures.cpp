@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace mpbench::compare {
@@ -32,6 +33,23 @@ std::vector<CaseIndex> indexes_of(const Side& side) {
   indexes.reserve(side.runs.size());
   for (const auto& run : side.runs) indexes.emplace_back(run.document);
   return indexes;
+}
+
+std::vector<RunFigure> figures(const std::vector<CaseInRun>& runs, Metric metric, const std::string& baseline) {
+  std::vector<RunFigure> out;
+  for (const auto& run : runs) {
+    auto f = run_figure(*run.run, *run.result, metric, baseline);
+    if (!f) return {};
+    out.push_back(std::move(*f));
+  }
+  return out;
+}
+
+const CaseResult& worst(const std::vector<CaseInRun>& runs) {
+  const auto severity = [](CaseStatus s) { return s == CaseStatus::error ? 2 : s == CaseStatus::skipped ? 1 : 0; };
+  return *std::max_element(runs.begin(), runs.end(), [&](const CaseInRun& a, const CaseInRun& b) {
+            return severity(a.result->status) < severity(b.result->status);
+          })->result;
 }
 
 namespace {

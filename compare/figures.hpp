@@ -11,6 +11,7 @@
 // (the minimum as the robust estimator, as Conbench's best-of-repetitions). Ratios measured within
 // one run cancel most of the drift between runs; times do not, which is what repeated runs are for.
 #include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,31 @@ class CaseIndex {
 
 // Each run's index, built once per side: every figure looks its partners up in it.
 std::vector<CaseIndex> indexes_of(const Side& side);
+
+// One case in one run.
+struct CaseInRun {
+  const CaseIndex* run;
+  const CaseResult* result;
+};
+
+// Each case's runs on the side (`indexes` from indexes_of), grouped by `key_of(case)`, in run order;
+// a run holding a case twice counts once.
+template <typename KeyOf>
+auto runs_by(const Side& side, const std::vector<CaseIndex>& indexes, KeyOf key_of) {
+  std::map<decltype(key_of(std::declval<const CaseResult&>())), std::vector<CaseInRun>> out;
+  for (std::size_t i = 0; i < side.runs.size(); ++i)
+    for (const auto& c : side.runs[i].document.cases) {
+      auto& runs = out[key_of(c)];
+      if (runs.empty() || runs.back().run != &indexes[i]) runs.push_back({&indexes[i], &c});
+    }
+  return out;
+}
+
+// The run of the worst status (error, then skipped, then ok), with its message.
+const CaseResult& worst(const std::vector<CaseInRun>& runs);
+
+// The case's figure `metric` in every run, or empty when a run lacks it.
+std::vector<RunFigure> figures(const std::vector<CaseInRun>& runs, Metric metric, const std::string& baseline);
 
 // The figure `metric` of the ok case `c` of the run `index` was built from; empty where the run
 // has none (no case of the baseline precision, no copy to be a share of, the case is that copy

@@ -46,43 +46,9 @@ std::string PeerReport::why_nothing_compared() const {
 
 namespace {
 
-struct CaseInRun {
-  const CaseIndex* run;
-  const CaseResult* result;
-};
-
 using Pairs = std::map<PairKey, std::vector<CaseInRun>>;
 
 PairKey pair_key(const CaseResult& c) { return {c.suite, c.name, c.precision}; }
-
-// Each case's runs on the side, by suite, name and precision (a run holding one twice counts once).
-Pairs by_pair(const Side& side, const std::vector<CaseIndex>& indexes) {
-  Pairs out;
-  for (std::size_t i = 0; i < side.runs.size(); ++i)
-    for (const auto& c : side.runs[i].document.cases) {
-      auto& runs = out[pair_key(c)];
-      if (runs.empty() || runs.back().run != &indexes[i]) runs.push_back({&indexes[i], &c});
-    }
-  return out;
-}
-
-int severity(CaseStatus s) { return s == CaseStatus::error ? 2 : s == CaseStatus::skipped ? 1 : 0; }
-
-const CaseResult& worst(const std::vector<CaseInRun>& runs) {
-  return *std::max_element(runs.begin(), runs.end(), [](const CaseInRun& a, const CaseInRun& b) {
-            return severity(a.result->status) < severity(b.result->status);
-          })->result;
-}
-
-std::vector<RunFigure> figures(const std::vector<CaseInRun>& runs, Metric metric, const std::string& baseline) {
-  std::vector<RunFigure> out;
-  for (const auto& run : runs) {
-    auto f = run_figure(*run.run, *run.result, metric, baseline);
-    if (!f) return {};
-    out.push_back(std::move(*f));
-  }
-  return out;
-}
 
 // The geometric mean of the side's speedups over the baseline, where every run has one.
 std::optional<double> own_speedup(const std::vector<CaseInRun>& runs, const std::string& baseline) {
@@ -188,7 +154,7 @@ PeerReport compare_peers(const Side& a, const Side& b, const Options& options) {
   require_runs(torch, options.min_runs);
   PeerReport report{mpbench_side(mpbench), torch_side(torch), options, {}, {}, {}, {}};
   const auto mpbench_indexes = indexes_of(mpbench), torch_indexes = indexes_of(torch);
-  pair_cases(report, by_pair(mpbench, mpbench_indexes), by_pair(torch, torch_indexes), options);
+  pair_cases(report, runs_by(mpbench, mpbench_indexes, pair_key), runs_by(torch, torch_indexes, pair_key), options);
   return report;
 }
 

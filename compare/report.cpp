@@ -15,44 +15,6 @@ namespace mpbench::compare {
 
 namespace {
 
-// One case in one run.
-struct CaseInRun {
-  const CaseIndex* run;
-  const CaseResult* result;
-};
-
-// Each case's runs on the side, in run order (a document holding a case twice counts once).
-std::map<CaseKey, std::vector<CaseInRun>> runs_by_case(const Side& side, const std::vector<CaseIndex>& indexes) {
-  std::map<CaseKey, std::vector<CaseInRun>> out;
-  for (std::size_t i = 0; i < side.runs.size(); ++i)
-    for (const auto& c : side.runs[i].document.cases) {
-      auto& runs = out[key_of(c)];
-      if (runs.empty() || runs.back().run != &indexes[i]) runs.push_back({&indexes[i], &c});
-    }
-  return out;
-}
-
-int severity(CaseStatus s) { return s == CaseStatus::error ? 2 : s == CaseStatus::skipped ? 1 : 0; }
-
-// The worst status of the runs, with its message.
-const CaseResult& worst(const std::vector<CaseInRun>& runs) {
-  const auto it = std::max_element(runs.begin(), runs.end(), [](const CaseInRun& a, const CaseInRun& b) {
-    return severity(a.result->status) < severity(b.result->status);
-  });
-  return *it->result;
-}
-
-// The case's figure in every run, or empty when a run lacks it.
-std::vector<RunFigure> figures(const std::vector<CaseInRun>& runs, Metric metric, const std::string& baseline) {
-  std::vector<RunFigure> out;
-  for (const auto& run : runs) {
-    auto f = run_figure(*run.run, *run.result, metric, baseline);
-    if (!f) return {};
-    out.push_back(std::move(*f));
-  }
-  return out;
-}
-
 // The first figure, in the order of compare/figures.hpp, that every run of both sides has.
 std::optional<Metric> tracked_metric(const std::vector<CaseInRun>& base, const std::vector<CaseInRun>& current,
                                      const std::string& baseline) {
@@ -158,7 +120,7 @@ Report compare(const Side& base, const Side& current, const Options& options) {
   report.ignored_files.insert(report.ignored_files.end(), current.ignored_files.begin(), current.ignored_files.end());
 
   const auto base_indexes = indexes_of(base), current_indexes = indexes_of(current);
-  const auto base_runs = runs_by_case(base, base_indexes), current_runs = runs_by_case(current, current_indexes);
+  const auto base_runs = runs_by(base, base_indexes, key_of), current_runs = runs_by(current, current_indexes, key_of);
   for (const auto& [key, b] : base_runs) {
     const auto found = current_runs.find(key);
     if (found == current_runs.end()) {
