@@ -169,9 +169,15 @@ int integer(const json& object, const char* field, const fs::path& path, int min
             int maximum = std::numeric_limits<int>::max()) {
   const auto it = object.find(field);
   if (it == object.end()) throw UsageError(fmt::format("'{}': field '{}' is missing", path.string(), field));
-  const bool fits = it->is_number_integer() && (it->is_number_unsigned() ? it->get<std::uint64_t>() <= std::uint64_t(maximum)
-                                                                          : it->get<std::int64_t>() <= maximum) &&
-                    (it->is_number_unsigned() || it->get<std::int64_t>() >= minimum);
+  // JSON reads every integer from 0 up as unsigned: both bounds apply to both kinds.
+  bool fits = false;
+  if (it->is_number_unsigned()) {
+    const std::uint64_t value = it->get<std::uint64_t>();
+    fits = value <= std::uint64_t(maximum) && (minimum <= 0 || value >= std::uint64_t(minimum));
+  } else if (it->is_number_integer()) {
+    const std::int64_t value = it->get<std::int64_t>();
+    fits = value >= minimum && value <= maximum;
+  }
   if (!fits) {
     const std::string found = it->dump();
     throw UsageError(fmt::format("'{}': field '{}' is {}, not an integer from {} to {}", path.string(), field,

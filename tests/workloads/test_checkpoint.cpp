@@ -374,6 +374,14 @@ TEST(CheckpointFile, MalformedFilesAreUsageErrors) {
        "field 'n_positions' is 16.5"},
       {"unknown config with more heads than channels", "config.json", unknown_config([](json& j) { j["n_head"] = 33; }),
        "field 'n_head' is 33, not an integer from 1 to 32"},
+      // JSON reads 0 as unsigned: the lower bounds hold for it too (n_head 0 divided by zero).
+      {"unknown config with no heads", "config.json", unknown_config([](json& j) { j["n_head"] = 0; }),
+       "field 'n_head' is 0, not an integer from 1 to 32"},
+      {"unknown config with no channels", "config.json", unknown_config([](json& j) { j["n_embd"] = 0; }),
+       "field 'n_embd' is 0, not an integer from 1 to 65536"},
+      {"unknown config with an empty vocabulary", "config.json", unknown_config([](json& j) { j["vocab_size"] = 0; }),
+       "field 'vocab_size' is 0, not an integer from 1 to 16777216"},
+      {"vocab_pad 0", "config.json", doc([](json& j) { j["mpbench"]["vocab_pad"] = 0; }), "field 'vocab_pad' is 0"},
       {"unknown config at every size's bound", "config.json",
        unknown_config([](json& j) {
          j["vocab_size"] = 1 << 24;
