@@ -13,6 +13,7 @@
 #include "core/result.hpp"
 #include "profiler/against.hpp"
 #include "profiler/explain.hpp"
+#include "compare/sides.hpp"
 #include "profiler/peer.hpp"
 
 namespace mpbench::cli {
@@ -29,12 +30,12 @@ struct ExplainArgs {
 
 // The PyTorch document of --peer, checked to be one, beside an mpbench RESULT.
 ResultDocument load_peer(const ExplainArgs& args, const ResultDocument& document) {
-  if (profiler::is_torch_document(document))
+  if (compare::is_torch_document(document))
     throw UsageError(fmt::format("'{}' is PyTorch's document (backend torch): give mpbench's as RESULT and PyTorch's "
                                  "with --peer",
                                  args.result));
   ResultDocument peer = load_result(args.peer);
-  if (!profiler::is_torch_document(peer))
+  if (!compare::is_torch_document(peer))
     throw UsageError(fmt::format("--peer '{}' holds cases of other backends than torch and torch-compile: --peer "
                                  "takes a document of scripts/torch_baseline.py",
                                  args.peer));
@@ -44,7 +45,7 @@ ResultDocument load_peer(const ExplainArgs& args, const ResultDocument& document
 // The document of --against: mpbench's, of the same suites, not PyTorch's.
 ResultDocument load_against(const ExplainArgs& args) {
   ResultDocument old = load_result(args.against);
-  if (profiler::is_torch_document(old))
+  if (compare::is_torch_document(old))
     throw UsageError(fmt::format("--against '{}' is PyTorch's document (backend torch): --against takes an mpbench "
                                  "document of the same cases, --peer PyTorch's",
                                  args.against));

@@ -8,6 +8,7 @@
 #include <optional>
 #include <tuple>
 
+#include "compare/sides.hpp"
 #include "profiler/evidence.hpp"
 
 namespace mpbench::profiler {
@@ -16,7 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-bool is_torch_backend(const std::string& backend) { return backend == "torch" || backend == "torch-compile"; }
 
 // Cases by suite, name and precision: a PyTorch document may hold torch and torch-compile cases,
 // and either pairs with mpbench's.
@@ -62,7 +62,7 @@ Groups pair_up(const ResultDocument& mpbench, const ResultDocument& torch, const
   const auto mine = ok_cases(mpbench), theirs = ok_cases(torch);
   Groups groups;
   for (const auto& [id, c] : mine) {
-    if (is_torch_backend(c->backend)) continue;
+    if (compare::is_torch_backend(c->backend)) continue;
     const CaseResult* peer = find(theirs, *c, c->precision);
     if (!peer) continue;
     Group& g = groups[{c->suite, c->precision}];
@@ -164,11 +164,6 @@ std::string cpu_model(const ResultDocument& doc) {
 }
 
 }  // namespace
-
-bool is_torch_document(const ResultDocument& document) {
-  return !document.cases.empty() && std::all_of(document.cases.begin(), document.cases.end(),
-                                                [](const CaseResult& c) { return is_torch_backend(c.backend); });
-}
 
 std::string peer_label(const ResultDocument& torch) {
   const std::string version = string_or(member_or_null(torch.env, "torch"), "version", "");

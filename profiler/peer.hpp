@@ -18,9 +18,6 @@ namespace mpbench::profiler {
 // than the hardware allows".
 inline constexpr double kPeerSlowShare = 0.5;
 
-// Whether the document's cases are PyTorch's (every case of backend torch or torch-compile).
-bool is_torch_document(const ResultDocument& document);
-
 // Findings in the order: the sides' machines where they differ, per suite and precision mpbench
 // against PyTorch (rule peer_comparison), then the slow-path rules (peer_bf16_fallback,
 // peer_fp16_fallback, peer_slow_low_precision). Empty where no ok case pairs.

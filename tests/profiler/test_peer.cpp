@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "compare/sides.hpp"
 #include "core/result.hpp"
 
 namespace mpbench::profiler {
@@ -135,8 +136,8 @@ TEST(ExplainPeer, NothingPairsGivesNoFindingAndAnotherCpuIsWarnedOf) {
 
 TEST(ExplainPeer, TorchDocumentsAreRecognisedAndLabelled) {
   const auto [mpbench, torch] = gemm_pair(random_seconds(), 1, 1, false);
-  EXPECT_TRUE(is_torch_document(torch));
-  EXPECT_FALSE(is_torch_document(mpbench));
+  EXPECT_TRUE(compare::is_torch_document(torch));
+  EXPECT_FALSE(compare::is_torch_document(mpbench));
   EXPECT_EQ(peer_label(torch), "PyTorch 2.5.1 (cpu)");
 }
 
