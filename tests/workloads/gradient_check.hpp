@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
@@ -17,8 +18,10 @@
 
 namespace mpbench::workloads::testing {
 
-// A seed that differs from run to run; tests print it (SCOPED_TRACE) so a failure can be replayed.
+// A seed that differs from run to run; tests print it (SCOPED_TRACE), and MPBENCH_TEST_SEED set to
+// the printed value replays a failure.
 inline std::uint64_t fresh_seed() {
+  if (const char* replay = std::getenv("MPBENCH_TEST_SEED")) return std::stoull(replay);
   std::random_device device;
   return (std::uint64_t{device()} << 32) | device();
 }
