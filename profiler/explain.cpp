@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "profiler/against.hpp"
 #include "profiler/breakdown.hpp"
+#include "profiler/causes.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
 #include "profiler/noise_gate.hpp"
@@ -37,6 +38,11 @@ std::string ms(double s) { return fmt::format("{:.3g} ms", s * 1e3); }
 std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
 
 }  // namespace
+
+// The rule's name must be in the table: explain_rule throws where a rule's code misspelt it.
+Finding finding(std::string rule, std::string severity, std::string message, nlohmann::json evidence) {
+  return {std::string(explain_rule(rule).name), std::move(severity), std::move(message), std::move(evidence)};
+}
 
 Decomposition decompose(const std::map<std::string, double>& baseline, const std::map<std::string, double>& mode) {
   Decomposition d;
@@ -100,13 +106,9 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep = "
   return out;
 }
 
-// The rule's name must be in the table: explain_rule throws where a rule's code misspelt it.
-Finding finding(std::string rule, std::string severity, std::string message, json evidence) {
-  return {std::string(explain_rule(rule).name), std::move(severity), std::move(message), std::move(evidence)};
-}
 
 // cuBLASLt's record of the chosen algorithm says whether it used Tensor Cores.
-void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
+void gpu_gemm_rules(const ResultDocument& doc, const CaseResult& c, std::vector<Finding>& out) {
   const json& algo = member_or_null(c.details, "algorithm");
   if (!algo.contains("tensor_cores") || !algo["tensor_cores"].is_boolean()) return;
   const bool tensor_cores = algo["tensor_cores"].get<bool>();
@@ -121,8 +123,12 @@ void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
                           "(CUBLAS_COMPUTE_32F_PEDANTIC), which keeps Tensor Cores and TF32 off by design",
                           evidence));
   } else if (!tensor_cores) {
+    const double cc = compute_capability(doc);
     const std::string reason =
-        misaligned.empty()
+        cc > 0 && cc < explain_rule("no_tensor_cores").threshold
+            ? fmt::format("{} has no Tensor Cores (compute capability {:.1f}, below 7.0)",
+                          string_or(member_or_null(doc.env, "device"), "name", "the GPU"), cc)
+        : misaligned.empty()
             ? fmt::format("cuBLASLt's heuristic chose a CUDA-core algorithm for {} at this shape", c.precision)
             : fmt::format("{} not a multiple of {} ({} rows must be 16-byte aligned): pad the dimension, e.g. "
                           "vocabulary 50257 to 50304",
@@ -519,7 +525,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
                              const CaseResult* base, const std::string& baseline) {
   CaseExplanation e{full_id(c), c.precision, measured_speedup(facts, c, base), std::nullopt, {}};
   if (c.suite == "gemm") {
-    gpu_gemm_rules(c, e.findings);
+    gpu_gemm_rules(doc, c, e.findings);
     cpu_gemm_rules(c, doc, e.findings);
     memory_bound_gemm_rule(c, facts, e.findings);
   }
@@ -535,6 +541,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
   }
   gemm_algorithms_rule(c, e.findings);
   vocabulary_rule(c, e.findings);
+  case_causes(c, base, baseline, e.findings);
   return e;
 }
 
@@ -620,7 +627,8 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
   if (baseline_cases.empty())
     throw UsageError(fmt::format("no case ran in the baseline precision '{}': pick one that ran with --baseline",
                                  baseline));
-  Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc, CopyIndex(doc)), {}, {}, {}, {}};
+  Explanation out{baseline, verdict(doc, baseline), {}, document_causes(doc), {}, {}, {}, {}};
+  for (Finding& f : cast_rules(doc, CopyIndex(doc))) out.findings.push_back(std::move(f));
   const DocumentFacts facts = gather_facts(doc, baseline);
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;

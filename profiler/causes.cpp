@@ -1,0 +1,326 @@
+#include "profiler/causes.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <map>
+
+#include "profiler/breakdown.hpp"
+#include "profiler/classify.hpp"
+#include "profiler/evidence.hpp"
+#include "profiler/rules.hpp"
+
+namespace mpbench::profiler {
+
+namespace {
+
+using nlohmann::json;
+
+double threshold(std::string_view rule) { return explain_rule(rule).threshold; }
+std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
+std::string case_id(const CaseResult& c) { return fmt::format("{}/{}/{}/{}", c.suite, c.name, c.backend, c.precision); }
+
+bool is_low_precision(const std::string& precision) {
+  return precision != "fp32" && precision != "fp64" && precision != "tf32";
+}
+bool is_fp16(const std::string& precision) { return precision == "fp16" || precision == "amp-fp16"; }
+bool is_bf16(const std::string& precision) { return precision == "bf16" || precision == "amp-bf16"; }
+
+// The parts of a version ("8.0.5", "9.1"), as numbers; a part that is not one ends it.
+std::vector<long> version_parts(std::string_view v) {
+  std::vector<long> parts;
+  while (!v.empty()) {
+    long n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc()) break;
+    parts.push_back(n);
+    v.remove_prefix(static_cast<std::size_t>(end - v.data()));
+    if (v.empty() || v.front() != '.') break;
+    v.remove_prefix(1);
+  }
+  return parts;
+}
+
+// Seconds per step by category of a case's breakdown; empty where it has none.
+std::map<std::string, double> categories_of(const CaseResult& c) {
+  const json& b = member_or_null(c.details, "breakdown");
+  return b.is_object() ? breakdown_categories(b) : std::map<std::string, double>{};
+}
+
+double total_of(const std::map<std::string, double>& m) {
+  double s = 0;
+  for (const auto& [k, v] : m) s += v;
+  return s;
+}
+
+// A CPU breakdown's "gemm", or a GPU breakdown's GEMMs on Tensor Cores or CUDA cores.
+bool is_gemm_category(const std::string& name) {
+  const auto category = parse_category(name);
+  return name == "gemm" || (category && is_gemm(*category));
+}
+
+// Causes of the whole document, each a finding or nothing.
+
+std::optional<Finding> no_tensor_cores(const ResultDocument& doc) {
+  const double cc = compute_capability(doc);
+  if (!on_gpu(doc) || cc <= 0 || cc >= threshold("no_tensor_cores")) return std::nullopt;
+  std::vector<std::string> modes;
+  for (const CaseResult& c : doc.cases)
+    if (is_low_precision(c.precision) && std::find(modes.begin(), modes.end(), c.precision) == modes.end())
+      modes.push_back(c.precision);
+  if (modes.empty()) return std::nullopt;
+  const std::string gpu = string_or(member_or_null(doc.env, "device"), "name", "this GPU");
+  const std::string cc_text = string_or(member_or_null(doc.env, "device"), "compute_capability", "");
+  return finding("no_tensor_cores", "warning",
+                 fmt::format("{} is compute capability {}: it has no Tensor Cores (they start at 7.0, Volta), so the "
+                             "GEMMs of {} run on CUDA cores, and bf16 has no hardware at all before 8.0: no mixed-"
+                             "precision mode will pay here through its GEMMs, only through the halved bytes of "
+                             "memory-bound kernels",
+                             gpu, cc_text, fmt::join(modes, ", ")),
+                 {{"device", gpu}, {"compute_capability", cc_text}, {"modes", modes}});
+}
+
+// One finding per library of env.cuda older than a release that fixed an op, naming the newest.
+std::vector<Finding> libraries_too_old(const ResultDocument& doc) {
+  std::vector<Finding> out;
+  const bool low_precision_on_gpu = std::any_of(doc.cases.begin(), doc.cases.end(), [](const CaseResult& c) {
+    return c.backend == "cuda" && is_low_precision(c.precision);
+  });
+  const json& cuda = member_or_null(doc.env, "cuda");
+  if (!low_precision_on_gpu || !cuda.is_object()) return out;
+  std::map<std::string_view, std::vector<LibraryFix>> missing;
+  for (const LibraryFix& fix : library_fixes()) {
+    const std::string version = string_or(cuda, std::string(fix.library).c_str(), "");
+    if (!version.empty() && !version_parts(version).empty() && compare_versions(version, fix.fixed_in) < 0)
+      missing[fix.library].push_back(fix);
+  }
+  for (const auto& [library, fixes] : missing) {
+    const std::string version = string_or(cuda, std::string(library).c_str(), "");
+    std::string_view newest = fixes.front().fixed_in;
+    json ops = json::array();
+    std::vector<std::string> named;
+    for (const LibraryFix& f : fixes) {
+      if (compare_versions(f.fixed_in, newest) > 0) newest = f.fixed_in;
+      ops.push_back({{"op", f.op}, {"fixed_in", f.fixed_in}, {"source", f.source}});
+      named.push_back(fmt::format("{} (from {}; {})", f.op, f.fixed_in, f.source));
+    }
+    out.push_back(finding("library_too_old", "warning",
+                          fmt::format("{} {} (env.cuda.{}) predates the releases that run these on Tensor Cores: {}; "
+                                      "upgrade {} to {} or later",
+                                      fixes.front().label, version, library, fmt::join(named, "; "),
+                                      fixes.front().label, newest),
+                          {{"library", library}, {"version", version}, {"upgrade_to", newest}, {"ops", ops}}));
+  }
+  return out;
+}
+
+// A CPU without bf16 matmul instructions, with the document's bf16 cases: its flags, the ISA
+// oneDNN ran and the skipped cases' reasons say why bf16 cannot pay.
+std::optional<Finding> no_bf16_instructions(const ResultDocument& doc) {
+  const json& flags = member_or_null(member_or_null(doc.env, "cpu"), "flags");
+  if (on_gpu(doc) || !flags.is_object()) return std::nullopt;
+  for (const char* flag : {"avx512_bf16", "amx_bf16"}) {
+    const json& has = member_or_null(flags, flag);
+    if (has.is_boolean() && has.get<bool>()) return std::nullopt;
+  }
+  std::vector<std::string> skipped, present;
+  std::size_t bf16_cases = 0, converted = 0;
+  for (const CaseResult& c : doc.cases) {
+    if (c.backend != "cpu" || !is_bf16(c.precision)) continue;
+    ++bf16_cases;
+    converted += string_or(member_or_null(c.details, "gemm_path"), "path", "") == "converted";
+    if (c.status != CaseStatus::ok && skipped.size() < 3) skipped.push_back(fmt::format("{}: {}", case_id(c), c.message));
+  }
+  if (bf16_cases == 0) return std::nullopt;
+  for (const auto& [flag, has] : flags.items())
+    if (has.is_boolean() && has.get<bool>()) present.push_back(flag);
+  std::string isa = string_or(member_or_null(member_or_null(doc.env, "backend"), "onednn"), "effective_isa", "");
+  if (isa.empty()) isa = string_or(member_or_null(doc.env, "onednn"), "effective_isa", "not recorded");
+  const std::string model = string_or(member_or_null(doc.env, "cpu"), "model", "this CPU");
+  std::string message = fmt::format("{} has no bf16 instructions: env.cpu.flags has neither avx512_bf16 nor amx_bf16 "
+                                    "(it has {}), and oneDNN ran ISA {}; bf16 matmuls can only run converted to fp32 "
+                                    "or emulated, slower than fp32",
+                                    model, present.empty() ? "none of the listed" : fmt::format("{}", fmt::join(present, ", ")), isa);
+  if (converted > 0) message += fmt::format("; {} case(s) ran converted", converted);
+  if (!skipped.empty()) message += fmt::format("; skipped: {}", fmt::join(skipped, "; "));
+  return finding("no_bf16_instructions", "warning", message,
+                 {{"cpu", model}, {"cpu_flags", present}, {"effective_isa", isa}, {"bf16_cases", bf16_cases},
+                  {"converted", converted}, {"skipped", skipped}});
+}
+
+// Causes of one case.
+
+// Casts of the weights happen once a step whatever the batch; the GEMMs' work grows with it.
+void small_batch_casts(const CaseResult& c, std::vector<Finding>& out) {
+  const auto batch = number_at(c.params, {"batch"});
+  if (c.suite != "transformer" || !batch || *batch > threshold("small_batch_casts")) return;
+  const auto categories = categories_of(c);
+  const double total = total_of(categories);
+  const auto cast = categories.find("cast");
+  if (total <= 0 || cast == categories.end() || cast->second / total < threshold("cast_overhead")) return;
+  const auto tokens = number_at(c.params, {"tokens_per_step"});
+  out.push_back(finding(
+      "small_batch_casts", "warning",
+      fmt::format("casts take {} of the {} step at batch {:.0f}{}: a step casts its weights once whatever the batch, "
+                  "while its GEMM work grows with the batch, so at a small batch the casts eat what the GEMMs gain; "
+                  "raise the batch (or accumulate micro-batches)",
+                  pct(cast->second / total), c.precision, *batch,
+                  tokens ? fmt::format(" ({:.0f} tokens)", *tokens) : std::string()),
+      {{"batch", *batch}, {"cast_seconds", cast->second}, {"cast_share", cast->second / total},
+       {"tokens_per_step", tokens ? json(*tokens) : json()}}));
+}
+
+// Amdahl: with the GEMMs infinitely fast the step gains at most 1 / (1 - their share).
+void tensor_core_share(const CaseResult& c, const CaseResult& base, std::vector<Finding>& out) {
+  if (!is_low_precision(c.precision) && c.precision != "tf32") return;
+  const auto categories = categories_of(base);
+  const double total = total_of(categories);
+  if (total <= 0 || categories_of(c).empty()) return;
+  double gemm = 0;
+  std::string largest;
+  double largest_s = 0;
+  for (const auto& [name, s] : categories) {
+    if (is_gemm_category(name)) gemm += s;
+    else if (s > largest_s) largest = name, largest_s = s;
+  }
+  const double share = gemm / total;
+  if (share >= threshold("tensor_core_share_small") || share >= 1) return;
+  const double bound = 1.0 / (1.0 - share);
+  out.push_back(finding(
+      "tensor_core_share_small", "warning",
+      fmt::format("GEMMs, the work Tensor Cores (or bf16 matmul instructions) speed up, are {} of the {} step: with "
+                  "them infinitely fast the step gains at most {:.2f}x (Amdahl); {} ({} of the step) and the rest "
+                  "set the limit",
+                  pct(share), base.precision, bound, largest.empty() ? "other work" : largest, pct(largest_s / total)),
+      {{"gemm_share", share}, {"bound", bound}, {"largest_other", largest}, {"largest_other_share", largest_s / total}}));
+}
+
+std::vector<std::string> kernel_names(const CaseResult& c) {
+  std::vector<std::string> names;
+  for (const json* list : {&member_or_null(member_or_null(c.details, "profile"), "kernels"),
+                           &member_or_null(member_or_null(c.details, "breakdown"), "top_kernels")})
+    if (list->is_array())
+      for (const json& k : *list)
+        if (const std::string name = string_or(k, "name", ""); !name.empty()) names.push_back(name);
+  return names;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+// fp16 storage with fp32 math on CUDA cores (cublasSgemmEx, "pseudo-fp16"): by kernel name, or by
+// cuBLASLt's record of an fp16 GEMM with 32F compute and no Tensor Core op type.
+void pseudo_fp16_sgemm(const CaseResult& c, std::vector<Finding>& out) {
+  if (!is_fp16(c.precision)) return;
+  std::vector<std::string> sgemms;
+  for (const std::string& name : kernel_names(c))
+    if (lower(name).find("sgemm") != std::string::npos &&
+        std::find(sgemms.begin(), sgemms.end(), name) == sgemms.end())
+      sgemms.push_back(name);
+  const json& algo = member_or_null(c.details, "algorithm");
+  const json& inputs = member_or_null(algo, "inputs");
+  const bool fp16_inputs = inputs.is_array() && std::find(inputs.begin(), inputs.end(), json("fp16")) != inputs.end();
+  const json& tc = member_or_null(algo, "tensor_cores");
+  const bool record = fp16_inputs && string_or(algo, "compute_type", "") == "CUBLAS_COMPUTE_32F" && tc.is_boolean() &&
+                      !tc.get<bool>();
+  if (sgemms.empty() && !record) return;
+  const std::string what = sgemms.empty() ? fmt::format("cuBLASLt's record: fp16 inputs, compute type "
+                                                        "CUBLAS_COMPUTE_32F, no Tensor Core op type")
+                                          : fmt::format("kernels {}", fmt::join(sgemms, ", "));
+  out.push_back(finding("pseudo_fp16_sgemm", "warning",
+                        fmt::format("{} GEMMs ran as fp32 sgemm on fp16 storage ({}): pseudo-fp16, fp32 math on CUDA "
+                                    "cores rather than hgemm or a Tensor Core kernel, so the halved bytes are all it "
+                                    "saves",
+                                    c.precision, what),
+                        {{"sgemm_kernels", sgemms}, {"algorithm_record", record}}));
+}
+
+// What math a baseline GEMM record ran where it was not pedantic fp32; empty where it was.
+std::string non_pedantic_math(const json& record) {
+  const std::string type = string_or(record, "compute_type", "");
+  if (type.find("TF32") != std::string::npos) return "TF32 on Tensor Cores";
+  if (type.find("16BF") != std::string::npos) return "bf16 on Tensor Cores";
+  if (type.find("16F") != std::string::npos) return "fp16 on Tensor Cores";
+  const json& tc = member_or_null(record, "tensor_cores");
+  return tc.is_boolean() && tc.get<bool>() ? "on Tensor Cores" : "";
+}
+
+// A baseline the user took at face value: its GEMMs' compute types say what math it really ran.
+void baseline_not_pedantic(const CaseResult& c, const std::string& baseline, std::vector<Finding>& out) {
+  if (c.precision != baseline || baseline != "fp32") return;
+  std::vector<const json*> records;
+  if (const json& a = member_or_null(c.details, "algorithm"); a.is_object()) records.push_back(&a);
+  if (const json& list = member_or_null(c.details, "gemm_algorithms"); list.is_array())
+    for (const json& a : list) records.push_back(&a);
+  std::map<std::string, std::size_t> maths;
+  std::string type;
+  for (const json* r : records)
+    if (const std::string math = non_pedantic_math(*r); !math.empty()) {
+      ++maths[math];
+      if (type.empty()) type = string_or(*r, "compute_type", "not recorded");
+    }
+  if (maths.empty()) return;
+  const std::string math = maths.begin()->first;
+  out.push_back(finding(
+      "baseline_not_pedantic", "warning",
+      fmt::format("the {} baseline is not pedantic fp32: {} of its {} GEMM records ran {} (compute type {}), so a "
+                  "mode's speedup over it is over {}, not over fp32 on CUDA cores; compare against the math it used "
+                  "({}) or against a pedantic fp32 baseline",
+                  baseline, maths.begin()->second, records.size(), math, type, math,
+                  math.rfind("TF32", 0) == 0 ? "--baseline tf32" : "the matching mode"),
+      {{"math", math}, {"compute_type", type}, {"records", records.size()}, {"non_pedantic", maths.begin()->second}}));
+}
+
+}  // namespace
+
+std::vector<LibraryFix> library_fixes() {
+  return {
+      {"runtime", "CUDA", "fp16 batched GEMMs (attention's q.k^T and att.v)", "9.1",
+       "CUDA 9.1 release notes: cublasGemmBatchedEx and cublasGemmStridedBatchedEx with Tensor Core math"},
+      {"runtime", "CUDA", "bf16 and TF32 GEMMs", "11.0", "CUDA 11.0 release notes: cuBLAS bf16 and TF32 for Ampere"},
+      {"cudnn", "cuDNN", "Tensor Core kernels at all (fp16 convolutions and RNNs on Volta)", "7.0",
+       "cuDNN 7.0 release notes"},
+      {"cudnn", "cuDNN", "fast fp16 Tensor Core convolutions for detection models", "7.4",
+       "facebookresearch/maskrcnn-benchmark#807: slower with cuDNN 7.0.4, 7.4 needed"},
+      {"cudnn", "cuDNN", "fp16 3D convolutions (Conv3d) on Tensor Cores", "8.1",
+       "pytorch/pytorch#57115: the wheel's cuDNN 8.0.5 ran them without, 8.1.0.77 with"},
+  };
+}
+
+int compare_versions(std::string_view a, std::string_view b) {
+  auto pa = version_parts(a), pb = version_parts(b);
+  const std::size_t n = std::max(pa.size(), pb.size());
+  pa.resize(n, 0);
+  pb.resize(n, 0);
+  return pa < pb ? -1 : pa > pb ? 1 : 0;
+}
+
+bool on_gpu(const ResultDocument& doc) { return string_or(doc.run, "device", "").rfind("cuda", 0) == 0; }
+
+double compute_capability(const ResultDocument& doc) {
+  const auto parts = version_parts(string_or(member_or_null(doc.env, "device"), "compute_capability", ""));
+  if (parts.empty()) return 0;
+  return static_cast<double>(parts[0]) + (parts.size() > 1 ? static_cast<double>(parts[1]) / 10.0 : 0.0);
+}
+
+std::vector<Finding> document_causes(const ResultDocument& doc) {
+  std::vector<Finding> out;
+  if (auto f = no_tensor_cores(doc)) out.push_back(std::move(*f));
+  for (Finding& f : libraries_too_old(doc)) out.push_back(std::move(f));
+  if (auto f = no_bf16_instructions(doc)) out.push_back(std::move(*f));
+  return out;
+}
+
+void case_causes(const CaseResult& c, const CaseResult* base, const std::string& baseline, std::vector<Finding>& out) {
+  if (!base) return baseline_not_pedantic(c, baseline, out);
+  small_batch_casts(c, out);
+  tensor_core_share(c, *base, out);
+  pseudo_fp16_sgemm(c, out);
+}
+
+}  // namespace mpbench::profiler

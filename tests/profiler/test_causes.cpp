@@ -1,0 +1,172 @@
+// The root-cause rules of profiler/causes.cpp, each firing on the evidence it reads and staying
+// silent without it.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "core/result.hpp"
+#include "profiler/causes.hpp"
+#include "profiler/explain.hpp"
+#include "profiler/rules.hpp"
+
+namespace mpbench::profiler {
+namespace {
+
+using nlohmann::json;
+
+json step(const std::string& suite, const std::string& backend, const std::string& precision, double median_s,
+          json details = json::object(), json params = json::object(), const std::string& status = "ok") {
+  return {{"suite", suite}, {"name", "c"}, {"backend", backend}, {"precision", precision}, {"params", params},
+          {"status", status}, {"message", status == "ok" ? "" : "bf16 needs AVX512-BF16 or AMX"},
+          {"metrics", {{"seconds", {{"median", median_s}, {"min", median_s}, {"max", median_s}, {"mean", median_s},
+                                    {"stddev", 0.0}, {"samples", 1}}}}},
+          {"rates", json::object()}, {"details", details}};
+}
+
+Explanation explained(json cases, json run, json env = json::object()) {
+  return explain(ResultDocument::from_json({{"schema", kResultSchema}, {"created", "2026-12-04T00:00:00Z"},
+                                            {"env", env}, {"run", run}, {"cases", cases},
+                                            {"speedups", json::array()}}));
+}
+
+// The first finding of that rule anywhere in the explanation, or null.
+const Finding* fired(const Explanation& e, const std::string& rule) {
+  for (const auto* list : {&e.findings, &e.verdict})
+    for (const auto& f : *list)
+      if (f.rule == rule) return &f;
+  for (const auto& c : e.cases)
+    for (const auto& f : c.findings)
+      if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+const json kCuda = {{"device", "cuda"}};
+
+json gpu_env(const std::string& name, const std::string& cc, json cuda = json::object()) {
+  return {{"device", {{"name", name}, {"compute_capability", cc}}}, {"cuda", cuda}};
+}
+
+TEST(Causes, VersionsCompareByTheirNumbers) {
+  EXPECT_LT(compare_versions("8.0.5", "8.1"), 0);
+  EXPECT_EQ(compare_versions("9.1", "9.1.0"), 0);
+  EXPECT_GT(compare_versions("10.2", "9.10"), 0);
+}
+
+TEST(Causes, NoTensorCoresBelowComputeCapability7) {
+  const json cases = json::array({step("gemm", "cuda", "fp32", 0.010), step("gemm", "cuda", "fp16", 0.012,
+                                                                            {{"algorithm", {{"tensor_cores", false}}}})});
+  const auto pascal = explained(cases, kCuda, gpu_env("NVIDIA GeForce GTX 1080 Ti", "6.1"));
+  const Finding* f = fired(pascal, "no_tensor_cores");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->evidence["compute_capability"], "6.1");
+  EXPECT_NE(f->message.find("GTX 1080 Ti is compute capability 6.1"), std::string::npos) << f->message;
+  // The GEMM's own record says why too, instead of blaming the heuristic.
+  const Finding* gemm = fired(pascal, "gemm_not_on_tensor_cores");
+  ASSERT_TRUE(gemm);
+  EXPECT_NE(gemm->message.find("no Tensor Cores (compute capability 6.1"), std::string::npos) << gemm->message;
+  EXPECT_FALSE(fired(explained(cases, kCuda, gpu_env("Tesla V100", "7.0")), "no_tensor_cores"));
+}
+
+TEST(Causes, LibrariesOlderThanTheirFixNameTheVersionThatFixedIt) {
+  const json cases = json::array({step("transformer", "cuda", "fp32", 0.2), step("transformer", "cuda", "amp-fp16", 0.2)});
+  const auto old = explained(cases, kCuda, gpu_env("Tesla V100", "7.0", {{"runtime", "9.0"}, {"cudnn", "8.0.5"}}));
+  const Finding* f = fired(old, "library_too_old");
+  ASSERT_TRUE(f);
+  std::set<std::string> libraries;
+  for (const auto& c : old.findings)
+    if (c.rule == "library_too_old") libraries.insert(c.evidence["library"].get<std::string>());
+  EXPECT_EQ(libraries, (std::set<std::string>{"cudnn", "runtime"}));
+  for (const auto& c : old.findings)
+    if (c.rule == "library_too_old" && c.evidence["library"] == "cudnn") {
+      EXPECT_EQ(c.evidence["upgrade_to"], "8.1");
+      EXPECT_NE(c.message.find("pytorch/pytorch#57115"), std::string::npos) << c.message;
+    }
+  EXPECT_FALSE(fired(explained(cases, kCuda, gpu_env("Tesla V100", "7.0", {{"runtime", "12.4"}, {"cudnn", "9.1.0"}})),
+                     "library_too_old"));
+}
+
+TEST(Causes, ACpuWithoutBf16InstructionsQuotesItsFlagsIsaAndSkippedReasons) {
+  const json env = {{"cpu", {{"model", "AMD EPYC 7B12"}, {"logical_cores", 2},
+                              {"flags", {{"avx2", true}, {"avx512_bf16", false}, {"amx_bf16", false}}}}},
+                    {"backend", {{"onednn", {{"effective_isa", "avx2"}}}}}};
+  const json cases = json::array({step("gemm", "cpu", "fp32", 0.01),
+                                  step("gemm", "cpu", "bf16", 0, json::object(), json::object(), "skipped")});
+  const auto e = explained(cases, {{"device", "cpu"}}, env);
+  const Finding* f = fired(e, "no_bf16_instructions");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->evidence["effective_isa"], "avx2");
+  EXPECT_EQ(f->evidence["cpu_flags"], json::array({"avx2"}));
+  EXPECT_NE(f->message.find("skipped: gemm/c/cpu/bf16: bf16 needs AVX512-BF16 or AMX"), std::string::npos) << f->message;
+  json with = env;
+  with["cpu"]["flags"]["avx512_bf16"] = true;
+  EXPECT_FALSE(fired(explained(cases, {{"device", "cpu"}}, with), "no_bf16_instructions"));
+}
+
+json breakdown(json categories) { return {{"breakdown", {{"categories", categories}}}}; }
+
+TEST(Causes, ASmallBatchWithALargeCastShare) {
+  auto pair = [](double batch) {
+    return json::array({step("transformer", "cuda", "fp32", 0.1, breakdown({{"gemm_cuda_core", 0.08}, {"other", 0.02}}),
+                             {{"batch", batch}}),
+                        step("transformer", "cuda", "amp-fp16", 0.1,
+                             breakdown({{"gemm_tensor_core", 0.02}, {"cast", 0.03}, {"other", 0.02}}), {{"batch", batch}})});
+  };
+  const Finding* f = nullptr;
+  const auto small = explained(pair(2), kCuda);
+  ASSERT_TRUE(f = fired(small, "small_batch_casts"));
+  EXPECT_NEAR(f->evidence["cast_share"].get<double>(), 0.03 / 0.07, 1e-12);
+  EXPECT_FALSE(fired(explained(pair(64), kCuda), "small_batch_casts"));
+}
+
+TEST(Causes, ASmallTensorCoreEligibleShareBoundsTheSpeedup) {
+  auto pair = [](double gemm) {
+    return json::array({step("transformer", "cuda", "fp32", 0.1, breakdown({{"gemm_cuda_core", gemm}, {"other", 0.1 - gemm}})),
+                        step("transformer", "cuda", "amp-fp16", 0.1,
+                             breakdown({{"gemm_tensor_core", gemm / 4}, {"other", 0.1 - gemm}}))});
+  };
+  const auto sparse = explained(pair(0.02), kCuda);  // 20% GEMMs: at most 1 / 0.8 = 1.25x
+  const Finding* f = fired(sparse, "tensor_core_share_small");
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->evidence["bound"].get<double>(), 1.25, 1e-12);
+  EXPECT_EQ(f->evidence["largest_other"], "other");
+  EXPECT_FALSE(fired(explained(pair(0.08), kCuda), "tensor_core_share_small"));
+}
+
+TEST(Causes, AnFp32BaselineOnTf32TensorCoresIsNamed) {
+  auto pair = [](const std::string& compute_type, bool tensor_cores) {
+    return json::array({step("gemm", "cuda", "fp32", 0.010,
+                             {{"algorithm", {{"tensor_cores", tensor_cores}, {"compute_type", compute_type}}}}),
+                        step("gemm", "cuda", "bf16", 0.009, {{"algorithm", {{"tensor_cores", true}}}})});
+  };
+  const auto tf32 = explained(pair("CUBLAS_COMPUTE_32F_FAST_TF32", true), kCuda);
+  const Finding* f = fired(tf32, "baseline_not_pedantic");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->evidence["math"], "TF32 on Tensor Cores");
+  EXPECT_NE(f->message.find("--baseline tf32"), std::string::npos) << f->message;
+  EXPECT_FALSE(fired(explained(pair("CUBLAS_COMPUTE_32F_PEDANTIC", false), kCuda), "baseline_not_pedantic"));
+}
+
+TEST(Causes, PseudoFp16SgemmByKernelNameOrAlgorithmRecord) {
+  const json top = {{"top_kernels", json::array({{{"name", "maxwell_sgemm_128x64_nn"}, {"total_s", 0.05}}})},
+                    {"categories", {{"gemm_cuda_core", 0.05}}}};
+  const json base = step("transformer", "cuda", "fp32", 0.1, breakdown({{"gemm_cuda_core", 0.05}}));
+  const auto by_name = explained(json::array({base, step("transformer", "cuda", "amp-fp16", 0.1, {{"breakdown", top}})}), kCuda);
+  const Finding* f = fired(by_name, "pseudo_fp16_sgemm");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->evidence["sgemm_kernels"], json::array({"maxwell_sgemm_128x64_nn"}));
+  const json record = {{"inputs", {"fp16"}}, {"compute_type", "CUBLAS_COMPUTE_32F"}, {"tensor_cores", false}};
+  EXPECT_TRUE(fired(explained(json::array({step("gemm", "cuda", "fp32", 0.01), step("gemm", "cuda", "fp16", 0.01,
+                                                                                    {{"algorithm", record}})}),
+                              kCuda),
+                    "pseudo_fp16_sgemm"));
+  json hgemm = record;
+  hgemm["compute_type"] = "CUBLAS_COMPUTE_16F";
+  EXPECT_FALSE(fired(explained(json::array({step("gemm", "cuda", "fp32", 0.01), step("gemm", "cuda", "fp16", 0.01,
+                                                                                     {{"algorithm", hgemm}})}),
+                               kCuda),
+                     "pseudo_fp16_sgemm"));
+}
+
+}  // namespace
+}  // namespace mpbench::profiler
