@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <map>
+#include <optional>
 
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
@@ -21,6 +22,7 @@ using nlohmann::json;
 
 double threshold(std::string_view rule) { return explain_rule(rule).threshold; }
 std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
+std::string ms(double s) { return fmt::format("{:.3g} ms", s * 1e3); }
 std::string case_id(const CaseResult& c) { return fmt::format("{}/{}/{}/{}", c.suite, c.name, c.backend, c.precision); }
 
 bool is_low_precision(const std::string& precision) {
@@ -276,6 +278,65 @@ void baseline_not_pedantic(const CaseResult& c, const std::string& baseline, std
       {{"math", math}, {"compute_type", type}, {"records", records.size()}, {"non_pedantic", maths.begin()->second}}));
 }
 
+// What a data-parallel case records of its gradient reduction (params.world_size,
+// params.grad_reduce, details.communication); each part may be missing.
+struct Communication {
+  std::optional<double> world_size, seconds, exposed;
+  std::string dtype, library;
+};
+
+Communication communication_of(const CaseResult& c) {
+  const json& comm = member_or_null(c.details, "communication");
+  Communication out{number_at(c.params, {"world_size"}), number_at(comm, {"seconds_per_step"}),
+                    number_at(comm, {"exposed_seconds_per_step"}), string_or(c.params, "grad_reduce", ""),
+                    string_or(comm, "library", "")};
+  if (out.dtype.empty()) out.dtype = string_or(comm, "dtype", "");
+  return out;
+}
+
+// "; 12 ms of communication per step, 8 ms of it exposed (20.0% of the 40 ms step)".
+std::string communication_figures(const Communication& comm, double step_s) {
+  std::string out;
+  if (comm.seconds) out += fmt::format("; {} of communication per step", ms(*comm.seconds));
+  if (comm.exposed)
+    out += fmt::format("{} {} exposed ({} of the {} step)", comm.seconds ? "," : ";", ms(*comm.exposed),
+                       pct(*comm.exposed / step_s), ms(step_s));
+  return out;
+}
+
+json communication_evidence(const Communication& comm, double step_s) {
+  auto number = [](const std::optional<double>& v) { return v ? json(*v) : json(); };
+  return {{"world_size", number(comm.world_size)}, {"grad_reduce", comm.dtype}, {"library", comm.library},
+          {"seconds_per_step", number(comm.seconds)}, {"exposed_seconds_per_step", number(comm.exposed)},
+          {"step_seconds", step_s}, {"exposed_share", comm.exposed ? json(*comm.exposed / step_s) : json()}};
+}
+
+// Gradients reduced in fp32 under a 16-bit mode move twice the bytes they need to; exposed
+// communication does not get faster with the precision at all.
+void communication_rules(const CaseResult& c, std::vector<Finding>& out) {
+  if (!c.seconds || c.seconds->median <= 0) return;
+  const Communication comm = communication_of(c);
+  const double step_s = c.seconds->median;
+  const bool several = comm.world_size ? *comm.world_size > 1 : (comm.seconds || comm.exposed);
+  if (!several) return;
+  const std::string across = comm.world_size ? fmt::format(" across {:.0f} ranks", *comm.world_size) : "";
+  const std::string by = comm.library.empty() ? "" : fmt::format(" ({})", comm.library);
+  if (comm.dtype == "fp32" && is_low_precision(c.precision))
+    out.push_back(finding("fp32_gradient_reduce", "warning",
+                          fmt::format("gradients travel in fp32 under {}{}{}{}: reducing them in {} halves the bytes",
+                                      c.precision, across, by, communication_figures(comm, step_s),
+                                      is_fp16(c.precision) ? "fp16" : "bf16"),
+                          communication_evidence(comm, step_s)));
+  if (comm.exposed && *comm.exposed / step_s >= threshold("exposed_communication"))
+    out.push_back(finding("exposed_communication", "warning",
+                          fmt::format("the {} step waits {} of its time for the gradient reduction{}{}: exposed "
+                                      "communication does not get faster with the precision, so the GEMMs' speedup "
+                                      "cannot show in the step{}",
+                                      c.precision, pct(*comm.exposed / step_s), across, by,
+                                      comm.dtype.empty() ? "" : fmt::format(" (gradients in {})", comm.dtype)),
+                          communication_evidence(comm, step_s)));
+}
+
 }  // namespace
 
 std::vector<LibraryFix> library_fixes() {
@@ -321,6 +382,7 @@ void case_causes(const CaseResult& c, const CaseResult* base, const std::string&
   small_batch_casts(c, out);
   tensor_core_share(c, *base, out);
   pseudo_fp16_sgemm(c, out);
+  communication_rules(c, out);
 }
 
 }  // namespace mpbench::profiler

@@ -102,6 +102,15 @@ constexpr Rule kRules[] = {
      "the fp32 baseline is not pedantic fp32: {n} of its {total} GEMM records ran {math} (compute type {type})",
      "compare against the math it used (--baseline tf32), or a pedantic fp32 baseline (PyTorch: "
      "torch.backends.cuda.matmul.allow_tf32 = False)"},
+    {"fp32_gradient_reduce",
+     "params.world_size, params.grad_reduce (else details.communication.dtype), details.communication", 0,
+     "grad_reduce fp32 under a 16-bit mode, world_size > 1",
+     "gradients travel in fp32 under {mode} across {n} ranks ({library}); {s} of communication per step, {e} exposed",
+     "reduce gradients in the mode's 16-bit type (grad_reduce bf16 or fp16)"},
+    {"exposed_communication", "details.communication.exposed_seconds_per_step against the step's median", 0.10,
+     "exposed >= 10% of the step",
+     "the {mode} step waits {share} of its time for the gradient reduction: it does not get faster with the precision",
+     "overlap the reduction with the backward pass (bucketed all-reduce), reduce in 16 bits, or a faster interconnect"},
     // Root causes of the whole document (profiler/causes.cpp).
     {"no_tensor_cores", "run.device, env.device.compute_capability, env.device.name", 7.0, "compute capability < 7.0",
      "{gpu} is compute capability {cc}: no Tensor Cores, so no mixed-precision mode will pay through its GEMMs",

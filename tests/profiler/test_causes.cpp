@@ -168,5 +168,41 @@ TEST(Causes, PseudoFp16SgemmByKernelNameOrAlgorithmRecord) {
                      "pseudo_fp16_sgemm"));
 }
 
+// A data-parallel pair as the data-parallel runs record it; `grad_reduce` and the communication's
+// parts each may be absent.
+json data_parallel(const std::string& grad_reduce, json communication, double world_size = 4) {
+  json params = {{"world_size", world_size}};
+  if (!grad_reduce.empty()) params["grad_reduce"] = grad_reduce;
+  json details = json::object();
+  if (!communication.is_null()) details["communication"] = communication;
+  return json::array({step("transformer", "cuda", "fp32", 0.100, details, params),
+                      step("transformer", "cuda", "amp-bf16", 0.080, details, params)});
+}
+
+TEST(Causes, Fp32GradientsUnderABf16ModeAndTheExposedCommunication) {
+  const json comm = {{"library", "NCCL"}, {"dtype", "fp32"}, {"seconds_per_step", 0.030},
+                     {"exposed_seconds_per_step", 0.020}};
+  const auto e = explained(data_parallel("fp32", comm), kCuda);
+  const Finding* f = fired(e, "fp32_gradient_reduce");
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->message.find("across 4 ranks (NCCL); 30 ms of communication per step, 20 ms exposed (25.0% of the 80 ms step)"),
+            std::string::npos)
+      << f->message;
+  const Finding* exposed = fired(e, "exposed_communication");
+  ASSERT_TRUE(exposed);
+  EXPECT_NEAR(exposed->evidence["exposed_share"].get<double>(), 0.25, 1e-12);
+  // Reduced in bf16, or hidden behind the backward pass: neither fires.
+  json hidden = comm;
+  hidden["exposed_seconds_per_step"] = 0.001;
+  const auto quiet = explained(data_parallel("bf16", hidden), kCuda);
+  EXPECT_FALSE(fired(quiet, "fp32_gradient_reduce"));
+  EXPECT_FALSE(fired(quiet, "exposed_communication"));
+  // One rank reduces nothing; without the fields nothing is read.
+  EXPECT_FALSE(fired(explained(data_parallel("fp32", comm, 1), kCuda), "fp32_gradient_reduce"));
+  EXPECT_FALSE(fired(explained(data_parallel("", json()), kCuda), "exposed_communication"));
+  // grad_reduce missing: the communication's own dtype says it.
+  EXPECT_TRUE(fired(explained(data_parallel("", comm), kCuda), "fp32_gradient_reduce"));
+}
+
 }  // namespace
 }  // namespace mpbench::profiler
