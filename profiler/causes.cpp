@@ -337,6 +337,49 @@ void communication_rules(const CaseResult& c, std::vector<Finding>& out) {
                           communication_evidence(comm, step_s)));
 }
 
+// What `run` recorded of the profiled steps' host side (details.host, profiler/host_evidence.hpp).
+const json& host_of(const CaseResult& c) { return member_or_null(c.details, "host"); }
+
+// Device time of the case's kernels per step: details.host's, else a GPU breakdown's categories.
+std::optional<double> kernel_seconds(const CaseResult& c) {
+  if (const auto recorded = number_at(host_of(c), {"kernel_s_per_step"})) return recorded;
+  if (c.backend != "cuda") return std::nullopt;
+  const double total = total_of(categories_of(c));
+  return total > 0 ? std::optional<double>(total) : std::nullopt;
+}
+
+void input_wait_rule(const CaseResult& c, std::vector<Finding>& out) {
+  const json& host = host_of(c);
+  const auto wait = number_at(host, {"input_wait_s_per_step"}), step_s = number_at(host, {"step_s"});
+  if (!wait || !step_s || *step_s <= 0 || *wait / *step_s < threshold("input_wait")) return;
+  const auto data = number_at(host, {"data_s_per_step"}), staging = number_at(host, {"staging_s_per_step"});
+  out.push_back(finding("input_wait", "warning",
+                        fmt::format("the {} step waits {} of its time for its input ({} per step: {} reading the "
+                                    "batch, {} staging it to the device): no precision shortens it",
+                                    c.precision, pct(*wait / *step_s), ms(*wait), ms(data.value_or(0)),
+                                    ms(staging.value_or(0))),
+                        {{"input_wait_s_per_step", *wait}, {"step_s", *step_s}, {"share", *wait / *step_s},
+                         {"data_s_per_step", data ? json(*data) : json()},
+                         {"staging_s_per_step", staging ? json(*staging) : json()}}));
+}
+
+// Syncs cost where they leave the GPU idle: the host cannot queue work ahead of one.
+void host_syncs_rule(const CaseResult& c, std::vector<Finding>& out) {
+  const json& host = host_of(c);
+  const auto syncs = number_at(host, {"host_syncs_per_step"}), step_s = number_at(host, {"step_s"});
+  const auto kernels = kernel_seconds(c);
+  if (!syncs || *syncs < threshold("host_syncs") || !step_s || *step_s <= 0 || !kernels) return;
+  const double busy = *kernels / *step_s;
+  if (busy >= threshold("host_bound_step")) return;
+  out.push_back(finding("host_syncs", "warning",
+                        fmt::format("{:.1f} host-device synchronisations per {} step while the GPU is busy only {} of "
+                                    "it: each sync drains the queue, so the host cannot launch ahead (a loss scaler "
+                                    "reading its scale on the host each step forces one)",
+                                    *syncs, c.precision, pct(busy)),
+                        {{"host_syncs_per_step", *syncs}, {"kernel_s_per_step", *kernels}, {"step_s", *step_s},
+                         {"gpu_busy_share", busy}}));
+}
+
 }  // namespace
 
 std::vector<LibraryFix> library_fixes() {
@@ -383,6 +426,24 @@ void case_causes(const CaseResult& c, const CaseResult* base, const std::string&
   tensor_core_share(c, *base, out);
   pseudo_fp16_sgemm(c, out);
   communication_rules(c, out);
+  input_wait_rule(c, out);
+  host_syncs_rule(c, out);
+}
+
+void host_bound_rule(const CaseResult& c, const CaseResult& base, double speedup, std::vector<Finding>& out) {
+  const auto kernels = kernel_seconds(c), base_kernels = kernel_seconds(base);
+  if (!kernels || !base_kernels || *kernels <= 0) return;
+  const double kernel_speedup = *base_kernels / *kernels;
+  if (kernel_speedup <= 1 || speedup >= threshold("host_bound_step") * kernel_speedup) return;
+  const double host_s = c.seconds ? c.seconds->median - *kernels : 0;
+  out.push_back(finding(
+      "host_bound_step", "warning",
+      fmt::format("the {} kernels ran {:.2f}x faster than {}'s but the step only {:.2f}x: {} of the {} step is host "
+                  "time (launches, syncs, input) that no precision shortens",
+                  c.precision, kernel_speedup, base.precision, speedup, ms(std::max(0.0, host_s)),
+                  c.seconds ? ms(c.seconds->median) : std::string("measured")),
+      {{"kernel_speedup", kernel_speedup}, {"step_speedup", speedup}, {"kernel_s_per_step", *kernels},
+       {"baseline_kernel_s_per_step", *base_kernels}}));
 }
 
 }  // namespace mpbench::profiler

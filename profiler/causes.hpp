@@ -43,4 +43,8 @@ std::vector<Finding> document_causes(const ResultDocument& doc);
 // its precision the baseline), whether its GEMMs were pedantic.
 void case_causes(const CaseResult& c, const CaseResult* base, const std::string& baseline, std::vector<Finding>& out);
 
+// The kernels' speedup against the step's (`speedup`, measured): where the step gained less than
+// host_bound_step's share of it, the host holds the step. A ratio: call it past the noise gate.
+void host_bound_rule(const CaseResult& c, const CaseResult& base, double speedup, std::vector<Finding>& out);
+
 }  // namespace mpbench::profiler

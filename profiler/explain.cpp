@@ -519,6 +519,7 @@ void speedup_rules(const ResultDocument& doc, const CaseResult& c, const CaseRes
                           {{"speedup", speedup}}));
   datasheet_rule(c, base, speedup, out);
   if (c.suite == "bandwidth") bandwidth_rule(c, speedup, out);
+  host_bound_rule(c, base, speedup, out);
 }
 
 CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& facts, const CaseResult& c,

@@ -111,6 +111,18 @@ constexpr Rule kRules[] = {
      "exposed >= 10% of the step",
      "the {mode} step waits {share} of its time for the gradient reduction: it does not get faster with the precision",
      "overlap the reduction with the backward pass (bucketed all-reduce), reduce in 16 bits, or a faster interconnect"},
+    {"input_wait", "details.host.input_wait_s_per_step (data_s_per_step + staging_s_per_step), details.host.step_s",
+     0.10, "input wait >= 10% of the profiled step",
+     "the {mode} step waits {share} of its time for its input ({data} reading, {staging} staging)",
+     "prefetch batches on another thread, pin the host buffers and stage them asynchronously"},
+    {"host_syncs", "details.host.host_syncs_per_step, kernel_s_per_step, step_s", 1,
+     ">= 1 sync per step while the GPU is busy < host_bound_step's share of it",
+     "{n} host-device synchronisations per step while the GPU is busy only {share} of it",
+     "avoid the per-step sync: keep the loss scale and the loss on the device, read them every N steps"},
+    {"host_bound_step", "kernel time per step (details.host.kernel_s_per_step, else a GPU breakdown) of both cases, "
+     "the measured speedup", 0.8, "step speedup < 0.8 x the kernels' speedup",
+     "the {mode} kernels ran {k}x faster than {baseline}'s but the step only {s}x: {host} is host time",
+     "CUDA graphs or fewer, fused kernels; fewer host syncs; a faster input pipeline"},
     // Root causes of the whole document (profiler/causes.cpp).
     {"no_tensor_cores", "run.device, env.device.compute_capability, env.device.name", 7.0, "compute capability < 7.0",
      "{gpu} is compute capability {cc}: no Tensor Cores, so no mixed-precision mode will pay through its GEMMs",

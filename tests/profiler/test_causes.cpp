@@ -204,5 +204,43 @@ TEST(Causes, Fp32GradientsUnderABf16ModeAndTheExposedCommunication) {
   EXPECT_TRUE(fired(explained(data_parallel("", comm), kCuda), "fp32_gradient_reduce"));
 }
 
+json host(double wait, double syncs, double kernels, double step_s) {
+  return {{"input_wait_s_per_step", wait}, {"data_s_per_step", wait / 2}, {"staging_s_per_step", wait / 2},
+          {"host_syncs_per_step", syncs}, {"kernel_s_per_step", kernels}, {"step_s", step_s}};
+}
+
+TEST(Causes, InputWaitAndHostSyncsFromTheRecordedHostSide) {
+  auto pair = [](json mode_host) {
+    return json::array({step("transformer", "cuda", "fp32", 0.1, {{"host", host(0, 1, 0.09, 0.1)}}),
+                        step("transformer", "cuda", "amp-fp16", 0.1, {{"host", mode_host}})});
+  };
+  const auto waiting = explained(pair(host(0.03, 0, 0.06, 0.1)), kCuda);
+  const Finding* f = fired(waiting, "input_wait");
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->evidence["share"].get<double>(), 0.3, 1e-12);
+  EXPECT_FALSE(fired(waiting, "host_syncs"));
+  // Three syncs a step with the GPU busy 40% of it: named; with the GPU busy 95%: they cost little.
+  const auto syncing = explained(pair(host(0, 3, 0.04, 0.1)), kCuda);
+  ASSERT_TRUE(f = fired(syncing, "host_syncs"));
+  EXPECT_NEAR(f->evidence["gpu_busy_share"].get<double>(), 0.4, 1e-12);
+  EXPECT_FALSE(fired(syncing, "input_wait"));
+  EXPECT_FALSE(fired(explained(pair(host(0, 3, 0.095, 0.1)), kCuda), "host_syncs"));
+}
+
+// Kernels 3x faster, the step 1.25x: the host holds the step. Kernels and step alike: silent.
+TEST(Causes, KernelSpeedupAgainstStepSpeedupPointsAtTheHost) {
+  auto pair = [](double mode_kernels, double mode_step) {
+    return json::array({step("transformer", "cuda", "fp32", 0.100, breakdown({{"gemm_cuda_core", 0.09}})),
+                        step("transformer", "cuda", "amp-fp16", mode_step,
+                             breakdown({{"gemm_tensor_core", mode_kernels}}))});
+  };
+  const auto held = explained(pair(0.03, 0.08), kCuda);
+  const Finding* f = fired(held, "host_bound_step");
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->evidence["kernel_speedup"].get<double>(), 3.0, 1e-12);
+  EXPECT_NEAR(f->evidence["step_speedup"].get<double>(), 1.25, 1e-12);
+  EXPECT_FALSE(fired(explained(pair(0.03, 0.035), kCuda), "host_bound_step"));
+}
+
 }  // namespace
 }  // namespace mpbench::profiler
