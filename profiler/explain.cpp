@@ -13,6 +13,7 @@
 #include "profiler/causes.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
+#include "profiler/mode_verdict.hpp"
 #include "profiler/noise_gate.hpp"
 #include "profiler/rules.hpp"
 #include "profiler/verdict.hpp"
@@ -628,7 +629,7 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
   if (baseline_cases.empty())
     throw UsageError(fmt::format("no case ran in the baseline precision '{}': pick one that ran with --baseline",
                                  baseline));
-  Explanation out{baseline, verdict(doc, baseline), {}, document_causes(doc), {}, {}, {}, {}};
+  Explanation out{baseline, {}, verdict(doc, baseline), {}, document_causes(doc), {}, {}, {}, {}};
   for (Finding& f : cast_rules(doc, CopyIndex(doc))) out.findings.push_back(std::move(f));
   const DocumentFacts facts = gather_facts(doc, baseline);
   for (const auto& c : doc.cases) {
@@ -642,11 +643,14 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
     auto it = baseline_cases.find(key_of(c));
     out.cases.push_back(explain_case(doc, facts, c, it == baseline_cases.end() ? nullptr : it->second, baseline));
   }
+  out.modes = mode_verdicts(out);
   return out;
 }
 
 json Explanation::to_json() const {
-  json j = {{"baseline", baseline}, {"verdict", json::array()}, {"cases", json::array()}, {"findings", json::array()}};
+  json j = {{"baseline", baseline}, {"modes", json::array()}, {"verdict", json::array()}, {"cases", json::array()},
+            {"findings", json::array()}};
+  for (const auto& f : modes) j["modes"].push_back(finding_json(f));
   for (const auto& f : verdict) j["verdict"].push_back(finding_json(f));
   for (const auto& c : cases) {
     json jc = {{"id", c.id}, {"precision", c.precision}, {"speedup", c.speedup ? json(*c.speedup) : json()},
@@ -669,6 +673,11 @@ json Explanation::to_json() const {
 
 std::string Explanation::to_text() const {
   std::string out = fmt::format("mpbench explain: speedups over {}\n\n", baseline);
+  if (!modes.empty()) {
+    out += "per mode:\n";
+    for (const auto& f : modes) out += fmt::format("    {}\n", f.message);
+    out += "\n";
+  }
   if (!verdict.empty()) {
     out += "verdict:\n";
     append_findings(out, verdict, "    ");

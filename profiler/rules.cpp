@@ -17,6 +17,11 @@ constexpr Rule kRules[] = {
     {"verdict", "details.gemm_path, env.cpu.flags, env.backend.onednn, env.device.name", 0, "-",
      "{device} runs its {precisions} GEMMs {natively|converted to fp32} ({reason}); measured here: {speedups}",
      "hardware with the instructions the reason names (AVX512-BF16, AMX, Tensor Cores); --cpu-gemm auto; --cpu-isa all"},
+    {"verdict_mode", "the explanation: each mode's speedups past the noise gate, its warnings, its decomposition",
+     1.05, "pays: median speedup >= 1.05",
+     "{mode} pays here | does not pay here: {median}x over {baseline}; limited by {rule} ({message}); what would "
+     "change that: {fix}",
+     "the fix of the limiting rule, in the sentence"},
     {"verdict_training", "speedups of transformer cases, details.breakdown", 0, "-",
      "{mode} trains at {speedup}x {baseline}'s speed per step: its GEMMs {x}x, everything else {y}x", "-"},
     {"verdict_gemm", "speedups of gemm cases, details.gemm_path", 0, "-",

@@ -242,5 +242,42 @@ TEST(Causes, KernelSpeedupAgainstStepSpeedupPointsAtTheHost) {
   EXPECT_FALSE(fired(explained(pair(0.03, 0.035), kCuda), "host_bound_step"));
 }
 
+// The verdict on top: one sentence per mode, its cause the highest-ranked one and its fix that rule's.
+TEST(ModeVerdict, OneSentencePerModeWithItsLimitAndWhatWouldChangeIt) {
+  const json cases = json::array({step("gemm", "cuda", "fp32", 0.010), step("gemm", "cuda", "fp16", 0.012,
+                                                                            {{"algorithm", {{"tensor_cores", false}}}}),
+                                  step("gemm", "cuda", "bf16", 0.004)});
+  const auto e = explained(cases, kCuda, gpu_env("Tesla P100-PCIE-16GB", "6.0"));
+  ASSERT_EQ(e.modes.size(), 2u);
+  const Finding& bf16 = e.modes[0];
+  const Finding& fp16 = e.modes[1];
+  EXPECT_EQ(fp16.evidence["mode"], "fp16");
+  EXPECT_EQ(fp16.severity, "warning");
+  EXPECT_NEAR(fp16.evidence["median_speedup"].get<double>(), 0.010 / 0.012, 1e-12);
+  EXPECT_EQ(fp16.evidence["limit"], "no_tensor_cores") << "the device outranks the GEMM record it explains";
+  EXPECT_NE(fp16.message.find("fp16 does not pay here: 0.83x over fp32"), std::string::npos) << fp16.message;
+  EXPECT_NE(fp16.message.find(std::string(explain_rule("no_tensor_cores").fix)), std::string::npos) << fp16.message;
+  EXPECT_EQ(bf16.evidence["mode"], "bf16");
+  EXPECT_NE(bf16.message.find("bf16 pays here: 2.50x over fp32"), std::string::npos) << bf16.message;
+  EXPECT_NE(e.to_text().find("per mode:\n    bf16 pays here"), std::string::npos) << e.to_text();
+  EXPECT_EQ(e.to_json()["modes"].size(), 2u);
+}
+
+// A mode whose every ratio is too noisy gets no cause, only the advice to rerun.
+TEST(ModeVerdict, NoCauseForNoise) {
+  auto noisy = [](const std::string& precision, double median) {
+    json c = step("gemm", "cuda", precision, median,
+                  {{"algorithm", {{"tensor_cores", false}}}, {"measurement", {{"converged", false}}}});
+    c["metrics"]["seconds"] = {{"median", median}, {"min", median * 0.2}, {"max", median * 3}, {"mean", median},
+                               {"stddev", median}, {"samples", 10}};
+    return c;
+  };
+  const auto e = explained(json::array({noisy("fp32", 0.010), noisy("fp16", 0.012)}),
+                           {{"device", "cuda"}, {"sampler", {{"max_noise", 0.02}}}}, gpu_env("Tesla T4", "7.5"));
+  ASSERT_EQ(e.modes.size(), 1u);
+  EXPECT_FALSE(e.modes[0].evidence.contains("limit")) << e.modes[0].message;
+  EXPECT_NE(e.modes[0].message.find("too noisy to say whether it pays here"), std::string::npos) << e.modes[0].message;
+}
+
 }  // namespace
 }  // namespace mpbench::profiler
