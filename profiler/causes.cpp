@@ -67,8 +67,7 @@ bool is_gemm_category(const std::string& name) {
 // Causes of the whole document, each a finding or nothing.
 
 std::optional<Finding> no_tensor_cores(const ResultDocument& doc) {
-  const double cc = compute_capability(doc);
-  if (!on_gpu(doc) || cc <= 0 || cc >= threshold("no_tensor_cores")) return std::nullopt;
+  if (has_tensor_cores(doc).value_or(true)) return std::nullopt;
   std::vector<std::string> modes;
   for (const CaseResult& c : doc.cases)
     if (is_low_precision(c.precision) && std::find(modes.begin(), modes.end(), c.precision) == modes.end())
@@ -77,7 +76,8 @@ std::optional<Finding> no_tensor_cores(const ResultDocument& doc) {
   const std::string gpu = string_or(member_or_null(doc.env, "device"), "name", "this GPU");
   const std::string cc_text = string_or(member_or_null(doc.env, "device"), "compute_capability", "");
   return finding("no_tensor_cores", "warning",
-                 fmt::format("{} is compute capability {}: it has no Tensor Cores (they start at 7.0, Volta), so the "
+                 fmt::format("{} is compute capability {}: it has no Tensor Cores (they start at 7.0, Volta, and "
+                             "Turing's GTX 16 series lacks them), so the "
                              "GEMMs of {} run on CUDA cores, and bf16 has no hardware at all before 8.0: no mixed-"
                              "precision mode will pay here through its GEMMs, only through the halved bytes of "
                              "memory-bound kernels",
@@ -85,18 +85,30 @@ std::optional<Finding> no_tensor_cores(const ResultDocument& doc) {
                  {{"device", gpu}, {"compute_capability", cc_text}, {"modes", modes}});
 }
 
+// Whether the document ran a GPU case in a precision the fix is about.
+bool bears_on(const ResultDocument& doc, const LibraryFix& fix) {
+  return std::any_of(doc.cases.begin(), doc.cases.end(), [&](const CaseResult& c) {
+    if (c.backend != "cuda" || !(is_low_precision(c.precision) || c.precision == "tf32")) return false;
+    if (fix.precisions.empty()) return true;
+    for (std::string_view list = fix.precisions; !list.empty();) {
+      const std::size_t comma = std::min(list.find(','), list.size());
+      if (list.substr(0, comma) == c.precision) return true;
+      list.remove_prefix(std::min(comma + 1, list.size()));
+    }
+    return false;
+  });
+}
+
 // One finding per library of env.cuda older than a release that fixed an op, naming the newest.
 std::vector<Finding> libraries_too_old(const ResultDocument& doc) {
   std::vector<Finding> out;
-  const bool low_precision_on_gpu = std::any_of(doc.cases.begin(), doc.cases.end(), [](const CaseResult& c) {
-    return c.backend == "cuda" && is_low_precision(c.precision);
-  });
   const json& cuda = member_or_null(doc.env, "cuda");
-  if (!low_precision_on_gpu || !cuda.is_object()) return out;
+  if (!cuda.is_object()) return out;
   std::map<std::string_view, std::vector<LibraryFix>> missing;
   for (const LibraryFix& fix : library_fixes()) {
     const std::string version = string_or(cuda, std::string(fix.library).c_str(), "");
-    if (!version.empty() && !version_parts(version).empty() && compare_versions(version, fix.fixed_in) < 0)
+    if (!version.empty() && !version_parts(version).empty() && compare_versions(version, fix.fixed_in) < 0 &&
+        bears_on(doc, fix))
       missing[fix.library].push_back(fix);
   }
   for (const auto& [library, fixes] : missing) {
@@ -385,14 +397,15 @@ void host_syncs_rule(const CaseResult& c, std::vector<Finding>& out) {
 std::vector<LibraryFix> library_fixes() {
   return {
       {"runtime", "CUDA", "fp16 batched GEMMs (attention's q.k^T and att.v)", "9.1",
-       "CUDA 9.1 release notes: cublasGemmBatchedEx and cublasGemmStridedBatchedEx with Tensor Core math"},
-      {"runtime", "CUDA", "bf16 and TF32 GEMMs", "11.0", "CUDA 11.0 release notes: cuBLAS bf16 and TF32 for Ampere"},
+       "CUDA 9.1 release notes: cublasGemmBatchedEx and cublasGemmStridedBatchedEx with Tensor Core math", ""},
+      {"runtime", "CUDA", "bf16 and TF32 GEMMs", "11.0", "CUDA 11.0 release notes: cuBLAS bf16 and TF32 for Ampere",
+       "tf32,bf16,amp-bf16"},
       {"cudnn", "cuDNN", "Tensor Core kernels at all (fp16 convolutions and RNNs on Volta)", "7.0",
-       "cuDNN 7.0 release notes"},
+       "cuDNN 7.0 release notes", ""},
       {"cudnn", "cuDNN", "fast fp16 Tensor Core convolutions for detection models", "7.4",
-       "facebookresearch/maskrcnn-benchmark#807: slower with cuDNN 7.0.4, 7.4 needed"},
+       "facebookresearch/maskrcnn-benchmark#807: slower with cuDNN 7.0.4, 7.4 needed", ""},
       {"cudnn", "cuDNN", "fp16 3D convolutions (Conv3d) on Tensor Cores", "8.1",
-       "pytorch/pytorch#57115: the wheel's cuDNN 8.0.5 ran them without, 8.1.0.77 with"},
+       "pytorch/pytorch#57115: the wheel's cuDNN 8.0.5 ran them without, 8.1.0.77 with", ""},
   };
 }
 
@@ -405,6 +418,13 @@ int compare_versions(std::string_view a, std::string_view b) {
 }
 
 bool on_gpu(const ResultDocument& doc) { return string_or(doc.run, "device", "").rfind("cuda", 0) == 0; }
+
+std::optional<bool> has_tensor_cores(const ResultDocument& doc) {
+  const double cc = compute_capability(doc);
+  if (!on_gpu(doc) || cc <= 0) return std::nullopt;
+  const std::string name = string_or(member_or_null(doc.env, "device"), "name", "");
+  return cc >= threshold("no_tensor_cores") && name.find("GTX 16") == std::string::npos;
+}
 
 double compute_capability(const ResultDocument& doc) {
   const auto parts = version_parts(string_or(member_or_null(doc.env, "device"), "compute_capability", ""));

@@ -6,6 +6,7 @@
 // up at all (Amdahl), a baseline whose GEMMs were not pedantic fp32, and fp16 GEMMs that ran an
 // fp32 sgemm on fp16 storage. Each finding quotes its evidence; its fix is its rule's
 // (profiler/rules.cpp).
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,11 +26,17 @@ struct LibraryFix {
   std::string_view op;
   std::string_view fixed_in;  // the first version with it, "9.1"
   std::string_view source;    // the public note or thread that says so
+  // The precisions it bears on, comma-separated; empty: every low-precision mode.
+  std::string_view precisions;
 };
 std::vector<LibraryFix> library_fixes();
 
 // -1, 0 or 1 as version a ("8.0.5") is below, equal to or above b ("8.1"); missing parts count 0.
 int compare_versions(std::string_view a, std::string_view b);
+
+// Whether the document's GPU has Tensor Cores: compute capability 7.0 or later, except Turing's
+// GTX 16 series (TU116, TU117: compute capability 7.5 without them). Nothing where it is no GPU's.
+std::optional<bool> has_tensor_cores(const ResultDocument& doc);
 
 // The document's compute capability as a number (7.5), or 0 where it is not a GPU's.
 double compute_capability(const ResultDocument& doc);

@@ -124,11 +124,10 @@ void gpu_gemm_rules(const ResultDocument& doc, const CaseResult& c, std::vector<
                           "(CUBLAS_COMPUTE_32F_PEDANTIC), which keeps Tensor Cores and TF32 off by design",
                           evidence));
   } else if (!tensor_cores) {
-    const double cc = compute_capability(doc);
     const std::string reason =
-        cc > 0 && cc < explain_rule("no_tensor_cores").threshold
-            ? fmt::format("{} has no Tensor Cores (compute capability {:.1f}, below 7.0)",
-                          string_or(member_or_null(doc.env, "device"), "name", "the GPU"), cc)
+        !has_tensor_cores(doc).value_or(true)
+            ? fmt::format("{} has no Tensor Cores (compute capability {:.1f})",
+                          string_or(member_or_null(doc.env, "device"), "name", "the GPU"), compute_capability(doc))
         : misaligned.empty()
             ? fmt::format("cuBLASLt's heuristic chose a CUDA-core algorithm for {} at this shape", c.precision)
             : fmt::format("{} not a multiple of {} ({} rows must be 16-byte aligned): pad the dimension, e.g. "

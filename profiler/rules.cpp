@@ -129,7 +129,8 @@ constexpr Rule kRules[] = {
      "the {mode} kernels ran {k}x faster than {baseline}'s but the step only {s}x: {host} is host time",
      "CUDA graphs or fewer, fused kernels; fewer host syncs; a faster input pipeline"},
     // Root causes of the whole document (profiler/causes.cpp).
-    {"no_tensor_cores", "run.device, env.device.compute_capability, env.device.name", 7.0, "compute capability < 7.0",
+    {"no_tensor_cores", "run.device, env.device.compute_capability, env.device.name", 7.0,
+     "compute capability < 7.0, or a GeForce GTX 16 (7.5 without Tensor Cores)",
      "{gpu} is compute capability {cc}: no Tensor Cores, so no mixed-precision mode will pay through its GEMMs",
      "hardware: a GPU of compute capability 7.0 or later (V100, T4, RTX 20xx and later; 8.0 or later for bf16)"},
     {"library_too_old", "env.cuda.runtime, env.cuda.cudnn against the table of fixes (library_fixes())", 0,

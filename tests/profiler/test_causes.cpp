@@ -66,6 +66,9 @@ TEST(Causes, NoTensorCoresBelowComputeCapability7) {
   ASSERT_TRUE(gemm);
   EXPECT_NE(gemm->message.find("no Tensor Cores (compute capability 6.1"), std::string::npos) << gemm->message;
   EXPECT_FALSE(fired(explained(cases, kCuda, gpu_env("Tesla V100", "7.0")), "no_tensor_cores"));
+  // Turing's GTX 16 series is compute capability 7.5 without Tensor Cores; its RTX 20 series has them.
+  EXPECT_TRUE(fired(explained(cases, kCuda, gpu_env("NVIDIA GeForce GTX 1660 Ti", "7.5")), "no_tensor_cores"));
+  EXPECT_FALSE(fired(explained(cases, kCuda, gpu_env("NVIDIA GeForce RTX 2080 Ti", "7.5")), "no_tensor_cores"));
 }
 
 TEST(Causes, LibrariesOlderThanTheirFixNameTheVersionThatFixedIt) {
@@ -81,6 +84,8 @@ TEST(Causes, LibrariesOlderThanTheirFixNameTheVersionThatFixedIt) {
     if (c.rule == "library_too_old" && c.evidence["library"] == "cudnn") {
       EXPECT_EQ(c.evidence["upgrade_to"], "8.1");
       EXPECT_NE(c.message.find("pytorch/pytorch#57115"), std::string::npos) << c.message;
+    } else if (c.rule == "library_too_old") {
+      EXPECT_EQ(c.evidence["upgrade_to"], "9.1") << "CUDA 11.0's fix is for bf16 and TF32, which this run has not";
     }
   EXPECT_FALSE(fired(explained(cases, kCuda, gpu_env("Tesla V100", "7.0", {{"runtime", "12.4"}, {"cudnn", "9.1.0"}})),
                      "library_too_old"));
