@@ -66,6 +66,10 @@ bool is_gemm_category(const std::string& name) {
 
 // Causes of the whole document, each a finding or nothing.
 
+// Without Tensor Cores, compute capabilities 5.3, 6.0 (P100) and 6.2 still run fp16 arithmetic at
+// twice fp32's rate (hgemm); the rest (6.1: the GTX 10 series) at a fraction of it.
+bool fp16_double_rate(double cc) { return cc == 5.3 || cc == 6.0 || cc == 6.2; }
+
 std::optional<Finding> no_tensor_cores(const ResultDocument& doc) {
   if (has_tensor_cores(doc).value_or(true)) return std::nullopt;
   std::vector<std::string> modes;
@@ -75,14 +79,18 @@ std::optional<Finding> no_tensor_cores(const ResultDocument& doc) {
   if (modes.empty()) return std::nullopt;
   const std::string gpu = string_or(member_or_null(doc.env, "device"), "name", "this GPU");
   const std::string cc_text = string_or(member_or_null(doc.env, "device"), "compute_capability", "");
-  return finding("no_tensor_cores", "warning",
+  const bool double_rate = fp16_double_rate(compute_capability(doc));
+  const std::string what =
+      double_rate ? "its fp16 arithmetic runs at twice fp32's rate, so fp16 GEMMs gain at most 2x and only through "
+                    "hgemm, not the Tensor Cores' 8x or more"
+                  : "no mixed-precision mode will pay here through its GEMMs, only through the halved bytes of "
+                    "memory-bound kernels";
+  return finding("no_tensor_cores", double_rate ? "info" : "warning",
                  fmt::format("{} is compute capability {}: it has no Tensor Cores (they start at 7.0, Volta, and "
-                             "Turing's GTX 16 series lacks them), so the "
-                             "GEMMs of {} run on CUDA cores, and bf16 has no hardware at all before 8.0: no mixed-"
-                             "precision mode will pay here through its GEMMs, only through the halved bytes of "
-                             "memory-bound kernels",
-                             gpu, cc_text, fmt::join(modes, ", ")),
-                 {{"device", gpu}, {"compute_capability", cc_text}, {"modes", modes}});
+                             "Turing's GTX 16 series lacks them), so the GEMMs of {} run on CUDA cores, and bf16 has "
+                             "no hardware at all before 8.0: {}",
+                             gpu, cc_text, fmt::join(modes, ", "), what),
+                 {{"device", gpu}, {"compute_capability", cc_text}, {"modes", modes}, {"fp16_double_rate", double_rate}});
 }
 
 // Whether the document ran a GPU case in a precision the fix is about.

@@ -134,7 +134,8 @@ void gpu_gemm_rules(const ResultDocument& doc, const CaseResult& c, std::vector<
                           "vocabulary 50257 to 50304",
                           join(misaligned), alignment_elements(c.precision), c.precision);
     evidence["misaligned"] = misaligned;
-    out.push_back(finding("gemm_not_on_tensor_cores", "warning",
+    // On a GPU without Tensor Cores this is context: no_tensor_cores names the cause.
+    out.push_back(finding("gemm_not_on_tensor_cores", has_tensor_cores(doc).value_or(true) ? "warning" : "info",
                           fmt::format("{} GEMM did not run on Tensor Cores; likely reason: {}", c.precision, reason),
                           evidence));
   } else if (!misaligned.empty() && is_low_precision_gemm(c.precision)) {

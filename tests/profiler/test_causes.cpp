@@ -68,6 +68,12 @@ TEST(Causes, NoTensorCoresBelowComputeCapability7) {
   EXPECT_FALSE(fired(explained(cases, kCuda, gpu_env("Tesla V100", "7.0")), "no_tensor_cores"));
   // Turing's GTX 16 series is compute capability 7.5 without Tensor Cores; its RTX 20 series has them.
   EXPECT_TRUE(fired(explained(cases, kCuda, gpu_env("NVIDIA GeForce GTX 1660 Ti", "7.5")), "no_tensor_cores"));
+  // P100 has no Tensor Cores but runs fp16 at twice fp32's rate: context, not a cause.
+  const auto p100_doc = explained(cases, kCuda, gpu_env("Tesla P100-PCIE-16GB", "6.0"));
+  const Finding* p100 = fired(p100_doc, "no_tensor_cores");
+  ASSERT_TRUE(p100);
+  EXPECT_EQ(p100->severity, "info");
+  EXPECT_NE(p100->message.find("at most 2x and only through hgemm"), std::string::npos) << p100->message;
   EXPECT_FALSE(fired(explained(cases, kCuda, gpu_env("NVIDIA GeForce RTX 2080 Ti", "7.5")), "no_tensor_cores"));
 }
 
@@ -252,7 +258,7 @@ TEST(ModeVerdict, OneSentencePerModeWithItsLimitAndWhatWouldChangeIt) {
   const json cases = json::array({step("gemm", "cuda", "fp32", 0.010), step("gemm", "cuda", "fp16", 0.012,
                                                                             {{"algorithm", {{"tensor_cores", false}}}}),
                                   step("gemm", "cuda", "bf16", 0.004)});
-  const auto e = explained(cases, kCuda, gpu_env("Tesla P100-PCIE-16GB", "6.0"));
+  const auto e = explained(cases, kCuda, gpu_env("NVIDIA GeForce GTX 1080 Ti", "6.1"));
   ASSERT_EQ(e.modes.size(), 2u);
   const Finding& bf16 = e.modes[0];
   const Finding& fp16 = e.modes[1];
