@@ -31,6 +31,11 @@ bool is_low_precision(const std::string& precision) {
 bool is_fp16(const std::string& precision) { return precision == "fp16" || precision == "amp-fp16"; }
 bool is_bf16(const std::string& precision) { return precision == "bf16" || precision == "amp-bf16"; }
 
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
 // The parts of a version ("8.0.5", "9.1"), as numbers; a part that is not one ends it.
 std::vector<long> version_parts(std::string_view v) {
   std::vector<long> parts;
@@ -93,17 +98,25 @@ std::optional<Finding> no_tensor_cores(const ResultDocument& doc) {
                  {{"device", gpu}, {"compute_capability", cc_text}, {"modes", modes}, {"fp16_double_rate", double_rate}});
 }
 
-// Whether the document ran a GPU case in a precision the fix is about.
+// Whether `test` holds for one of the comma-separated words of `list` (true for an empty list).
+template <typename Test>
+bool any_word(std::string_view list, Test test) {
+  if (list.empty()) return true;
+  while (!list.empty()) {
+    const std::size_t comma = std::min(list.find(','), list.size());
+    if (test(list.substr(0, comma))) return true;
+    list.remove_prefix(std::min(comma + 1, list.size()));
+  }
+  return false;
+}
+
+// Whether the document ran a GPU case of the op and in a precision the fix is about.
 bool bears_on(const ResultDocument& doc, const LibraryFix& fix) {
   return std::any_of(doc.cases.begin(), doc.cases.end(), [&](const CaseResult& c) {
     if (c.backend != "cuda" || !(is_low_precision(c.precision) || c.precision == "tf32")) return false;
-    if (fix.precisions.empty()) return true;
-    for (std::string_view list = fix.precisions; !list.empty();) {
-      const std::size_t comma = std::min(list.find(','), list.size());
-      if (list.substr(0, comma) == c.precision) return true;
-      list.remove_prefix(std::min(comma + 1, list.size()));
-    }
-    return false;
+    const std::string where = lower(c.suite + "/" + c.name);
+    return any_word(fix.precisions, [&](std::string_view p) { return p == c.precision; }) &&
+           any_word(fix.ops, [&](std::string_view op) { return where.find(op) != std::string::npos; });
   });
 }
 
@@ -230,10 +243,6 @@ std::vector<std::string> kernel_names(const CaseResult& c) {
   return names;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return s;
-}
 
 // fp16 storage with fp32 math on CUDA cores (cublasSgemmEx, "pseudo-fp16"): by kernel name, or by
 // cuBLASLt's record of an fp16 GEMM with 32F compute and no Tensor Core op type.
@@ -405,15 +414,16 @@ void host_syncs_rule(const CaseResult& c, std::vector<Finding>& out) {
 std::vector<LibraryFix> library_fixes() {
   return {
       {"runtime", "CUDA", "fp16 batched GEMMs (attention's q.k^T and att.v)", "9.1",
-       "CUDA 9.1 release notes: cublasGemmBatchedEx and cublasGemmStridedBatchedEx with Tensor Core math", ""},
+       "CUDA 9.1 release notes: cublasGemmBatchedEx and cublasGemmStridedBatchedEx with Tensor Core math", "",
+       "transformer,attention,bmm,batched"},
       {"runtime", "CUDA", "bf16 and TF32 GEMMs", "11.0", "CUDA 11.0 release notes: cuBLAS bf16 and TF32 for Ampere",
-       "tf32,bf16,amp-bf16"},
+       "tf32,bf16,amp-bf16", ""},
       {"cudnn", "cuDNN", "Tensor Core kernels at all (fp16 convolutions and RNNs on Volta)", "7.0",
-       "cuDNN 7.0 release notes", ""},
+       "cuDNN 7.0 release notes", "", "conv,rnn,lstm"},
       {"cudnn", "cuDNN", "fast fp16 Tensor Core convolutions for detection models", "7.4",
-       "facebookresearch/maskrcnn-benchmark#807: slower with cuDNN 7.0.4, 7.4 needed", ""},
+       "facebookresearch/maskrcnn-benchmark#807: slower with cuDNN 7.0.4, 7.4 needed", "", "conv"},
       {"cudnn", "cuDNN", "fp16 3D convolutions (Conv3d) on Tensor Cores", "8.1",
-       "pytorch/pytorch#57115: the wheel's cuDNN 8.0.5 ran them without, 8.1.0.77 with", ""},
+       "pytorch/pytorch#57115: the wheel's cuDNN 8.0.5 ran them without, 8.1.0.77 with", "", "conv3d,3d"},
   };
 }
 

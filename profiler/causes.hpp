@@ -28,6 +28,8 @@ struct LibraryFix {
   std::string_view source;    // the public note or thread that says so
   // The precisions it bears on, comma-separated; empty: every low-precision mode.
   std::string_view precisions;
+  // The cases it bears on: words of which one must be in "suite/name" (e.g. "conv"); empty: all.
+  std::string_view ops;
 };
 std::vector<LibraryFix> library_fixes();
 

@@ -21,7 +21,7 @@ constexpr Rule kRules[] = {
      1.05, "pays: median speedup >= 1.05",
      "{mode} pays here | does not pay here: {median}x over {baseline}; limited by {rule} ({message}); what would "
      "change that: {fix}",
-     "the fix of the limiting rule, in the sentence"},
+     "-"},
     {"verdict_training", "speedups of transformer cases, details.breakdown", 0, "-",
      "{mode} trains at {speedup}x {baseline}'s speed per step: its GEMMs {x}x, everything else {y}x", "-"},
     {"verdict_gemm", "speedups of gemm cases, details.gemm_path", 0, "-",
@@ -133,8 +133,8 @@ constexpr Rule kRules[] = {
      "compute capability < 7.0, or a GeForce GTX 16 (7.5 without Tensor Cores)",
      "{gpu} is compute capability {cc}: no Tensor Cores, so no mixed-precision mode will pay through its GEMMs",
      "hardware: a GPU of compute capability 7.0 or later (V100, T4, RTX 20xx and later; 8.0 or later for bf16)"},
-    {"library_too_old", "env.cuda.runtime, env.cuda.cudnn against the table of fixes (library_fixes())", 0,
-     "a version below the one that fixed an op",
+    {"library_too_old", "env.cuda.runtime, env.cuda.cudnn against the table of fixes (library_fixes()), the cases' "
+     "suite/name and precision", 0, "a version below the one that fixed an op the run has",
      "{library} {version} predates the releases that run these on Tensor Cores: {ops}; upgrade to {version}",
      "upgrade the library to the version named (a wheel bundles its own: pick one built with it)"},
     {"no_bf16_instructions", "env.cpu.flags, env.backend.onednn.effective_isa, bf16 cases' status and message", 0,

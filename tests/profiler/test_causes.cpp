@@ -78,7 +78,10 @@ TEST(Causes, NoTensorCoresBelowComputeCapability7) {
 }
 
 TEST(Causes, LibrariesOlderThanTheirFixNameTheVersionThatFixedIt) {
-  const json cases = json::array({step("transformer", "cuda", "fp32", 0.2), step("transformer", "cuda", "amp-fp16", 0.2)});
+  json conv3d = step("conv3d", "cuda", "amp-fp16", 0.2);
+  conv3d["name"] = "unet";
+  const json cases = json::array({step("transformer", "cuda", "fp32", 0.2), step("transformer", "cuda", "amp-fp16", 0.2),
+                                  conv3d});
   const auto old = explained(cases, kCuda, gpu_env("Tesla V100", "7.0", {{"runtime", "9.0"}, {"cudnn", "8.0.5"}}));
   const Finding* f = fired(old, "library_too_old");
   ASSERT_TRUE(f);
@@ -95,6 +98,10 @@ TEST(Causes, LibrariesOlderThanTheirFixNameTheVersionThatFixedIt) {
     }
   EXPECT_FALSE(fired(explained(cases, kCuda, gpu_env("Tesla V100", "7.0", {{"runtime", "12.4"}, {"cudnn", "9.1.0"}})),
                      "library_too_old"));
+  // A fix bears on the ops it is about: the old cuDNN says nothing to a run without convolutions.
+  const json no_conv = json::array({cases[0], cases[1]});
+  const auto transformer_only = explained(no_conv, kCuda, gpu_env("Tesla V100", "7.0", {{"runtime", "12.4"}, {"cudnn", "7.0.4"}}));
+  EXPECT_FALSE(fired(transformer_only, "library_too_old"));
 }
 
 TEST(Causes, ACpuWithoutBf16InstructionsQuotesItsFlagsIsaAndSkippedReasons) {
