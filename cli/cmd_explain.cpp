@@ -60,7 +60,7 @@ int run_explain(const ExplainArgs& args) {
     fmt::print("{}", profiler::rules_text());
     return 0;
   }
-  if (args.result.empty()) throw UsageError("explain needs a RESULT document (or --list-rules)");
+  if (args.result.empty()) throw UsageError("explain: result is required: see mpbench explain --help");  // as CLI11 says it
   const ResultDocument document = load_result(args.result);
   const auto peer = args.peer.empty() ? std::optional<ResultDocument>() : load_peer(args, document);
   auto explanation = [&] {
