@@ -1,4 +1,5 @@
-// `mpbench explain RESULT.json [--baseline fp32] [--peer TORCH.json] [--against OLD.json] [--json]`:
+// `mpbench explain RESULT.json [--baseline fp32] [--peer TORCH.json] [--against OLD.json] [--json]`
+// (or `mpbench explain --list-rules`: the rules' table):
 // why each precision is or is not faster than the baseline, from what the result document recorded;
 // with --peer mpbench against PyTorch's document of the same cases; with --against the same cases
 // under other library versions, naming a changed GEMM algorithm as the cause of a changed speedup. A malformed document is a UsageError (exit 2).
@@ -15,6 +16,7 @@
 #include "profiler/explain.hpp"
 #include "compare/sides.hpp"
 #include "profiler/peer.hpp"
+#include "profiler/rules.hpp"
 
 namespace mpbench::cli {
 
@@ -26,6 +28,7 @@ struct ExplainArgs {
   std::string peer;
   std::string against;
   bool json = false;
+  bool list_rules = false;
 };
 
 // The PyTorch document of --peer, checked to be one, beside an mpbench RESULT.
@@ -53,6 +56,11 @@ ResultDocument load_against(const ExplainArgs& args) {
 }
 
 int run_explain(const ExplainArgs& args) {
+  if (args.list_rules) {
+    fmt::print("{}", profiler::rules_text());
+    return 0;
+  }
+  if (args.result.empty()) throw UsageError("explain: result is required: see mpbench explain --help");  // as CLI11 says it
   const ResultDocument document = load_result(args.result);
   const auto peer = args.peer.empty() ? std::optional<ResultDocument>() : load_peer(args, document);
   auto explanation = [&] {
@@ -87,7 +95,7 @@ void add_explain_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "explain", "Explain each precision's speedup over the baseline from a result document: the time by kernel "
                  "category (Amdahl) and the rules that fired, with their evidence");
-  cmd->add_option("result", args->result, "result document written by mpbench run")->required();
+  cmd->add_option("result", args->result, "result document written by mpbench run (required unless --list-rules)");
   cmd->add_option("--baseline", args->baseline, "precision the speedups are taken over (default fp32)");
   cmd->add_option("--peer", args->peer,
                   "PyTorch's document of the same cases (scripts/torch_baseline.py): mpbench against PyTorch per "
@@ -96,6 +104,8 @@ void add_explain_command(CLI::App& app, int& exit_code) {
                   "mpbench's document of the same cases under other library versions (another CUDA, cuBLAS or "
                   "driver): names a changed GEMM algorithm as the cause where a speedup moved");
   cmd->add_flag("--json", args->json, "print the explanation as JSON");
+  cmd->add_flag("--list-rules", args->list_rules,
+                "print explain's rules (name, what each reads, its threshold, the fix it names) and exit");
   cmd->callback([args, &exit_code] { exit_code = run_explain(*args); });
 }
 

@@ -21,6 +21,8 @@ constexpr NameRule kKernelRules[] = {
      "fused (flash) attention"},
     {"attention|attn_", C::attention, false, "attention kernel"},
     {"gemmSN_|gemv|magma_sgemm", C::gemm_cuda_core, false, "cuBLAS CUDA-core fallback for small or odd shapes"},
+    {"fp16_sgemm|sgemm_fp16", C::gemm_cuda_core, false,
+     "fp16-storage SIMT sgemm (cublasSgemmEx: fp32 math on CUDA cores, pseudo-fp16)"},
     {"nvjet", C::gemm_tensor_core, true, "cuBLAS Hopper+ GEMM (nvjet)"},
     {"xmma_gemm|xmma_.*gemm|sm(80|90|100|120)_xmma", C::gemm_tensor_core, true, "cuBLAS/cuDNN xmma GEMM"},
     {"tensorop|hmma|wgmma|mma_sync|16816|1688|884gemm|i8816|s161616|c1688", C::gemm_tensor_core, true,

@@ -10,9 +10,12 @@
 #include "core/error.hpp"
 #include "profiler/against.hpp"
 #include "profiler/breakdown.hpp"
+#include "profiler/causes.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
+#include "profiler/mode_verdict.hpp"
 #include "profiler/noise_gate.hpp"
+#include "profiler/rules.hpp"
 #include "profiler/verdict.hpp"
 
 namespace mpbench::profiler {
@@ -21,15 +24,8 @@ namespace {
 
 using nlohmann::json;
 
-// Thresholds of the rules, as shares of the mode's time unless said otherwise.
-constexpr double kCudaCoreGemmShare = 0.01;
-constexpr double kCastShare = 0.05;
-constexpr double kMemoryBoundShare = 0.30;
-constexpr double kGapShareOfRegion = 0.10;
-constexpr double kOptimizerShare = 0.10;
-constexpr double kUnattributedShare = 0.01;
-constexpr double kDatasheetFraction = 0.5;  // speedup below half of what the peaks allow
-constexpr double kCastPctOfCopy = 50.0;
+// A rule's threshold, from its entry in the table (profiler/rules.cpp).
+double threshold(std::string_view rule) { return explain_rule(rule).threshold; }
 
 double sum(const std::map<std::string, double>& m) {
   double s = 0;
@@ -43,6 +39,11 @@ std::string ms(double s) { return fmt::format("{:.3g} ms", s * 1e3); }
 std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
 
 }  // namespace
+
+// The rule's name must be in the table: explain_rule throws where a rule's code misspelt it.
+Finding finding(std::string rule, std::string severity, std::string message, nlohmann::json evidence) {
+  return {std::string(explain_rule(rule).name), std::move(severity), std::move(message), std::move(evidence)};
+}
 
 Decomposition decompose(const std::map<std::string, double>& baseline, const std::map<std::string, double>& mode) {
   Decomposition d;
@@ -106,12 +107,9 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep = "
   return out;
 }
 
-Finding finding(std::string rule, std::string severity, std::string message, json evidence) {
-  return {std::move(rule), std::move(severity), std::move(message), std::move(evidence)};
-}
 
 // cuBLASLt's record of the chosen algorithm says whether it used Tensor Cores.
-void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
+void gpu_gemm_rules(const ResultDocument& doc, const CaseResult& c, std::vector<Finding>& out) {
   const json& algo = member_or_null(c.details, "algorithm");
   if (!algo.contains("tensor_cores") || !algo["tensor_cores"].is_boolean()) return;
   const bool tensor_cores = algo["tensor_cores"].get<bool>();
@@ -127,13 +125,17 @@ void gpu_gemm_rules(const CaseResult& c, std::vector<Finding>& out) {
                           evidence));
   } else if (!tensor_cores) {
     const std::string reason =
-        misaligned.empty()
+        !has_tensor_cores(doc).value_or(true)
+            ? fmt::format("{} has no Tensor Cores (compute capability {:.1f})",
+                          string_or(member_or_null(doc.env, "device"), "name", "the GPU"), compute_capability(doc))
+        : misaligned.empty()
             ? fmt::format("cuBLASLt's heuristic chose a CUDA-core algorithm for {} at this shape", c.precision)
             : fmt::format("{} not a multiple of {} ({} rows must be 16-byte aligned): pad the dimension, e.g. "
                           "vocabulary 50257 to 50304",
                           join(misaligned), alignment_elements(c.precision), c.precision);
     evidence["misaligned"] = misaligned;
-    out.push_back(finding("gemm_not_on_tensor_cores", "warning",
+    // On a GPU without Tensor Cores this is context: no_tensor_cores names the cause.
+    out.push_back(finding("gemm_not_on_tensor_cores", has_tensor_cores(doc).value_or(true) ? "warning" : "info",
                           fmt::format("{} GEMM did not run on Tensor Cores; likely reason: {}", c.precision, reason),
                           evidence));
   } else if (!misaligned.empty() && is_low_precision_gemm(c.precision)) {
@@ -189,7 +191,7 @@ void datasheet_rule(const CaseResult& c, const CaseResult& base, double speedup,
   const auto base_peak = number_at(base.details, {"peak", "tflops"});
   if (!peak || !base_peak || *base_peak <= 0) return;
   const double allowed = *peak / *base_peak;
-  if (speedup >= kDatasheetFraction * allowed) return;
+  if (speedup >= threshold("below_datasheet_ratio") * allowed) return;
   out.push_back(finding("below_datasheet_ratio", "warning",
                         fmt::format("{:.2f}x over {} where the datasheet peaks allow {:.2f}x ({} of it)", speedup,
                                     base.precision, allowed, pct(speedup / allowed)),
@@ -248,13 +250,13 @@ void bandwidth_rule(const CaseResult& c, double speedup, std::vector<Finding>& o
   constexpr double kBytesRatio = 2.0;
   if (c.precision != "fp16" && c.precision != "bf16") return;
   const json evidence = {{"speedup", speedup}, {"bytes_ratio", kBytesRatio}};
-  if (speedup < 0.9)
+  if (speedup < threshold("conversion_bound"))
     out.push_back(finding("conversion_bound", "warning",
                           fmt::format("{:.2f}x: the per-element conversions to and from fp32 cost more than the "
                                       "halved bytes save",
                                       speedup),
                           evidence));
-  else if (speedup > 1.1 * kBytesRatio)
+  else if (speedup > threshold("cache_effect"))
     out.push_back(finding("cache_effect", "info",
                           fmt::format("{:.2f}x is more than the {:.0f}x that halving the bytes allows: the 16-bit "
                                       "arrays fit a faster cache level than the fp32 ones",
@@ -294,10 +296,10 @@ double category_seconds(const std::map<std::string, double>& m, Category c) {
   return it == m.end() ? 0.0 : it->second;
 }
 
-void share_rule(const std::map<std::string, double>& mode, double total, Category c, double threshold,
-                const std::string& rule, const std::string& what, std::vector<Finding>& out) {
+void share_rule(const std::map<std::string, double>& mode, double total, Category c, const std::string& rule,
+                const std::string& what, std::vector<Finding>& out) {
   const double s = category_seconds(mode, c);
-  if (total <= 0 || s / total < threshold) return;
+  if (total <= 0 || s / total < threshold(rule)) return;
   out.push_back(finding(rule, "warning", fmt::format("{} take {} of the step ({})", what, pct(s / total), ms(s)),
                         {{"category", category_name(c)}, {"seconds", s}, {"share", s / total}}));
 }
@@ -314,14 +316,14 @@ int overflow_steps(const json& details) {
 void breakdown_rules(const CaseResult& c, const std::map<std::string, double>& mode, std::vector<Finding>& out) {
   const double total = sum(mode);
   if (c.precision != "fp32")
-    share_rule(mode, total, Category::gemm_cuda_core, kCudaCoreGemmShare, "gemm_not_on_tensor_cores",
+    share_rule(mode, total, Category::gemm_cuda_core, "gemm_not_on_tensor_cores",
                "GEMMs without Tensor Core evidence", out);
-  share_rule(mode, total, Category::cast, kCastShare, "cast_overhead", "precision casts", out);
-  share_rule(mode, total, Category::optimizer, kOptimizerShare, "optimizer_share", "optimizer ops (AdamW, clipping, zeroing, loss scaling)", out);
+  share_rule(mode, total, Category::cast, "cast_overhead", "precision casts", out);
+  share_rule(mode, total, Category::optimizer, "optimizer_share", "optimizer ops (AdamW, clipping, zeroing, loss scaling)", out);
   double memory_bound = 0;
   for (const auto& [name, s] : mode)
     if (auto cat = parse_category(name); cat && is_memory_bound(*cat)) memory_bound += s;
-  if (total > 0 && memory_bound / total >= kMemoryBoundShare)
+  if (total > 0 && memory_bound / total >= threshold("memory_bound_share"))
     out.push_back(finding("memory_bound_share", "warning",
                           fmt::format("memory-bound kernels (elementwise, normalization, cast, reduction, copy, "
                                       "optimizer) take {} of the step: 16-bit storage at best halves them",
@@ -329,14 +331,14 @@ void breakdown_rules(const CaseResult& c, const std::map<std::string, double>& m
                           {{"seconds", memory_bound}, {"share", memory_bound / total}}));
   const json& b = member_or_null(c.details, "breakdown");
   const auto gaps = number_at(b, {"gaps_s"}), region = number_at(b, {"region_s"});
-  if (gaps && region && *region > 0 && *gaps / *region >= kGapShareOfRegion)
+  if (gaps && region && *region > 0 && *gaps / *region >= threshold("launch_gaps"))
     out.push_back(finding("launch_gaps", "warning",
                           fmt::format("the GPU idles {} of the region between kernels ({}): launch-bound; fewer, "
                                       "fused kernels or CUDA graphs would help",
                                       pct(*gaps / *region), ms(*gaps)),
                           {{"gaps_s", *gaps}, {"region_s", *region}}));
   const auto unattributed = number_at(b, {"unattributed_s"});
-  if (unattributed && total > 0 && *unattributed / total >= kUnattributedShare)
+  if (unattributed && total > 0 && *unattributed / total >= threshold("unattributed_time"))
     out.push_back(finding("unattributed_time", "info",
                           fmt::format("{} of the {} time could not be attributed to an op", pct(*unattributed / total),
                                       c.backend == "cuda" ? "GPU" : "step's"),
@@ -518,13 +520,14 @@ void speedup_rules(const ResultDocument& doc, const CaseResult& c, const CaseRes
                           {{"speedup", speedup}}));
   datasheet_rule(c, base, speedup, out);
   if (c.suite == "bandwidth") bandwidth_rule(c, speedup, out);
+  host_bound_rule(c, base, speedup, out);
 }
 
 CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& facts, const CaseResult& c,
                              const CaseResult* base, const std::string& baseline) {
   CaseExplanation e{full_id(c), c.precision, measured_speedup(facts, c, base), std::nullopt, {}};
   if (c.suite == "gemm") {
-    gpu_gemm_rules(c, e.findings);
+    gpu_gemm_rules(doc, c, e.findings);
     cpu_gemm_rules(c, doc, e.findings);
     memory_bound_gemm_rule(c, facts, e.findings);
   }
@@ -540,6 +543,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
   }
   gemm_algorithms_rule(c, e.findings);
   vocabulary_rule(c, e.findings);
+  case_causes(c, base, baseline, e.findings);
   return e;
 }
 
@@ -549,7 +553,7 @@ std::vector<Finding> cast_rules(const ResultDocument& doc, const CopyIndex& copi
   for (const auto& c : doc.cases) {
     if (c.suite != "cast" || c.status != CaseStatus::ok || string_or(c.params, "kernel", "") == "copy") continue;
     const auto of_copy = number_at(c.rates, {"pct_of_copy"});
-    if (!of_copy || *of_copy >= kCastPctOfCopy) continue;
+    if (!of_copy || *of_copy >= threshold("cast_slower_than_copy")) continue;
     const CaseResult* copy = copies.copy_of(c);
     if (const auto gate = copy ? noise_gate(doc, c, *copy) : std::nullopt; gate && gate->closed()) {
       out.push_back(finding("too_noisy", "warning",
@@ -566,8 +570,16 @@ std::vector<Finding> cast_rules(const ResultDocument& doc, const CopyIndex& copi
   return out;
 }
 
+// The fix the rule's table entry names, empty for a rule of context only.
+std::string fix_of(const Finding& f) {
+  const Rule* r = find_explain_rule(f.rule);
+  return r && r->fix != "-" ? std::string(r->fix) : std::string();
+}
+
 json finding_json(const Finding& f) {
-  return {{"rule", f.rule}, {"severity", f.severity}, {"message", f.message}, {"evidence", f.evidence}};
+  json j = {{"rule", f.rule}, {"severity", f.severity}, {"message", f.message}, {"evidence", f.evidence}};
+  if (const std::string fix = fix_of(f); !fix.empty()) j["fix"] = fix;
+  return j;
 }
 
 json decomposition_json(const Decomposition& d) {
@@ -586,7 +598,11 @@ json decomposition_json(const Decomposition& d) {
 }
 
 void append_findings(std::string& out, const std::vector<Finding>& findings, std::string_view indent) {
-  for (const auto& f : findings) out += fmt::format("{}[{}] {}: {}\n", indent, f.severity, f.rule, f.message);
+  for (const auto& f : findings) {
+    out += fmt::format("{}[{}] {}: {}\n", indent, f.severity, f.rule, f.message);
+    if (const std::string fix = fix_of(f); !fix.empty() && f.severity == "warning")
+      out += fmt::format("{}    fix: {}\n", indent, fix);
+  }
 }
 
 void append_decomposition(std::string& out, const Decomposition& d) {
@@ -613,7 +629,8 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
   if (baseline_cases.empty())
     throw UsageError(fmt::format("no case ran in the baseline precision '{}': pick one that ran with --baseline",
                                  baseline));
-  Explanation out{baseline, verdict(doc, baseline), {}, cast_rules(doc, CopyIndex(doc)), {}, {}, {}, {}};
+  Explanation out{baseline, {}, verdict(doc, baseline), {}, document_causes(doc), {}, {}, {}, {}};
+  for (Finding& f : cast_rules(doc, CopyIndex(doc))) out.findings.push_back(std::move(f));
   const DocumentFacts facts = gather_facts(doc, baseline);
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;
@@ -626,11 +643,14 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
     auto it = baseline_cases.find(key_of(c));
     out.cases.push_back(explain_case(doc, facts, c, it == baseline_cases.end() ? nullptr : it->second, baseline));
   }
+  out.modes = mode_verdicts(out);
   return out;
 }
 
 json Explanation::to_json() const {
-  json j = {{"baseline", baseline}, {"verdict", json::array()}, {"cases", json::array()}, {"findings", json::array()}};
+  json j = {{"baseline", baseline}, {"modes", json::array()}, {"verdict", json::array()}, {"cases", json::array()},
+            {"findings", json::array()}};
+  for (const auto& f : modes) j["modes"].push_back(finding_json(f));
   for (const auto& f : verdict) j["verdict"].push_back(finding_json(f));
   for (const auto& c : cases) {
     json jc = {{"id", c.id}, {"precision", c.precision}, {"speedup", c.speedup ? json(*c.speedup) : json()},
@@ -653,6 +673,11 @@ json Explanation::to_json() const {
 
 std::string Explanation::to_text() const {
   std::string out = fmt::format("mpbench explain: speedups over {}\n\n", baseline);
+  if (!modes.empty()) {
+    out += "per mode:\n";
+    for (const auto& f : modes) out += fmt::format("    {}\n", f.message);
+    out += "\n";
+  }
   if (!verdict.empty()) {
     out += "verdict:\n";
     append_findings(out, verdict, "    ");

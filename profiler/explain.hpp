@@ -55,7 +55,10 @@ struct CaseExplanation {
 
 struct Explanation {
   std::string baseline;
-  // First: whether the device ran the low-precision GEMMs natively, and the run's figures.
+  // On top: per low-precision mode, whether it pays here, by how much, what limits it and what
+  // would change that (profiler/mode_verdict.hpp).
+  std::vector<Finding> modes;
+  // Then: whether the device ran the low-precision GEMMs natively, and the run's figures.
   std::vector<Finding> verdict;
   std::vector<CaseExplanation> cases;
   std::vector<Finding> findings;  // about the document as a whole (casts, ...)

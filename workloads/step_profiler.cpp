@@ -167,4 +167,11 @@ std::string op_key_of_range(std::string_view range_name) {
   return std::string(range_name.substr(0, first)) + std::string(range_name.substr(end));
 }
 
+TokenBatch TimedTokenSource::next_batch(int batch, int seq_len) {
+  const auto start = std::chrono::steady_clock::now();
+  TokenBatch b = inner_.next_batch(batch, seq_len);
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return b;
+}
+
 }  // namespace mpbench::workloads

@@ -12,6 +12,7 @@
 
 #include "core/backend.hpp"
 #include "profiler/activity.hpp"
+#include "workloads/data.hpp"
 #include "workloads/ops.hpp"
 
 namespace mpbench::workloads {
@@ -44,6 +45,19 @@ std::unique_ptr<StepProfiler> counting_step_profiler(OpsMemory& ops, std::size_t
 // Starts the profiler a run on `device` uses: CUPTI on a GPU, the host clock on the CPU.
 using StartStepProfiler = std::function<std::unique_ptr<StepProfiler>(const DeviceInfo& device, OpsMemory& ops)>;
 std::unique_ptr<StepProfiler> start_step_profiler(const DeviceInfo& device, OpsMemory& ops);
+
+// A token source that times its batches on the host clock: the data-reading half of the input
+// wait a profiled step records (details.host; the other half is the "inputs" op range).
+class TimedTokenSource final : public TokenSource {
+ public:
+  explicit TimedTokenSource(TokenSource& inner) : inner_(inner) {}
+  TokenBatch next_batch(int batch, int seq_len) override;
+  double seconds() const { return seconds_; }
+
+ private:
+  TokenSource& inner_;
+  double seconds_ = 0;
+};
 
 // A range name (op_range_name) without its layer ("c_fc forward"): ops summed over layers, as breakdowns key them.
 std::string op_key_of_range(std::string_view range_name);

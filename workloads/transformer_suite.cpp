@@ -19,6 +19,7 @@
 #include "profiler/attribute.hpp"
 #include "profiler/breakdown.hpp"
 #include "profiler/cupti_collector.hpp"
+#include "profiler/host_evidence.hpp"
 #include "profiler/kernel_counters.hpp"
 #include "profiler/trace_export.hpp"
 #include "workloads/checkpoint.hpp"
@@ -152,6 +153,7 @@ struct ProfiledSteps {
   std::string source;
   std::string unprofiled_reason;  // set when the profiler could not record (CUPTI unavailable)
   nlohmann::json counters;        // --counters: how the counted step went (null without)
+  double data_seconds = 0;        // the token source's time over the profiled steps
 };
 
 struct ModeRun {
@@ -265,10 +267,12 @@ ProfiledSteps profile_steps(const TransformerPlan& plan, Trainer& trainer, Trans
     const auto recorder = start_profiler(device, ops);
     {
       const Listening listening(ops, *recorder);
+      TimedTokenSource timed(data);
       for (int s = 0; s < plan.profile_steps && !interrupted; ++s) {
-        out.step_seconds.push_back(trainer.step(data).seconds);
+        out.step_seconds.push_back(trainer.step(timed).seconds);
         interrupted = interrupt_requested();
       }
+      out.data_seconds = timed.seconds();
     }
     out.trace = recorder->finish();
     out.gpu_activity = recorder->records_gpu_activity();
@@ -444,6 +448,8 @@ void fill_profile(const TransformerPlan& plan, amp::Mode mode, const ProfiledSte
         static_cast<double>(p.trace.nvtx_ranges.size()) / static_cast<double>(p.step_seconds.size());
     c.details["breakdown"] = gpu_breakdown(p);
   }
+  c.details["host"] = profiler::host_evidence(p.trace, p.step_seconds.size(), p.data_seconds, profiled, p.gpu_activity)
+                          .to_json();
   if (!p.counters.is_null()) profile["counters"] = p.counters;
   if (!plan.trace_file.empty()) {
     const auto path = trace_path_for(plan.trace_file, mode);

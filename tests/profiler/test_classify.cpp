@@ -40,6 +40,8 @@ INSTANTIATE_TEST_SUITE_P(
         NameCase{"turing_fp16_s1688cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1", C::gemm_tensor_core, named},
         NameCase{"ampere_sgemm_128x64_tn", C::gemm_cuda_core, none},
         NameCase{"volta_sgemm_128x64_nn", C::gemm_cuda_core, none},
+        // fp16 storage, fp32 math on CUDA cores (tensorflow/tensorflow#15585): not a half-precision GEMM.
+        NameCase{"maxwell_fp16_sgemm_fp16_128x128_nn", C::gemm_cuda_core, none},
         NameCase{"void gemmSN_NN_kernel<float, 256, 4, 2, 8, 3, 4, false>(cublasGemmSmallNParams<float>)", C::gemm_cuda_core, none},
         NameCase{"void gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4, false>", C::gemm_cuda_core, none},
         NameCase{"magma_sgemmEx_kernel", C::gemm_cuda_core, none},

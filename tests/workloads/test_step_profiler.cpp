@@ -135,6 +135,13 @@ TEST(TransformerSuiteProfile, CpuStepsAreProfiledApartFromTheTimedOnes) {
                    profile["profiled_step_median_s"].get<double>() / c.seconds->median - 1);
   EXPECT_FALSE(profile.contains("trace"));
   EXPECT_FALSE(ops.op_listener()) << "the suite stops listening";
+  // On the CPU: the input wait is measured, syncs and device time are not there to count.
+  const auto& host = c.details["host"];
+  EXPECT_GT(host["staging_s_per_step"].get<double>(), 0);
+  EXPECT_GT(host["data_s_per_step"].get<double>(), 0);
+  EXPECT_LT(host["input_wait_s_per_step"].get<double>(), profile["profiled_step_median_s"].get<double>());
+  EXPECT_TRUE(host["host_syncs_per_step"].is_null());
+  EXPECT_TRUE(host["kernel_s_per_step"].is_null());
 }
 
 // Stands in for CUPTI: every op range launches one 1 us kernel, tied to it by an external id.
@@ -144,9 +151,11 @@ class FakeGpuProfiler : public StepProfiler {
     open_ = {op_range_name(op, layer, phase), {clock_, 0}, 1, ++id_};
     clock_ += 10'000;
   }
-  void op_end(std::string_view, int, Phase) override {
+  void op_end(std::string_view op, int, Phase) override {
     const auto correlation = static_cast<std::uint32_t>(id_ + 100);
     trace_.api_calls.push_back({"cudaLaunchKernel", {open_.time.start_ns + 10, open_.time.start_ns + 20}, 1, correlation});
+    // Reading the loss back is a synchronous copy, as on a GPU: one host sync per step.
+    if (op == "loss") trace_.api_calls.push_back({"cudaMemcpy_v3020", {open_.time.start_ns + 30, open_.time.start_ns + 40}, 1, 0});
     trace_.external_correlations.push_back({id_, correlation});
     profiler::KernelRecord k;
     k.name = "_Z10map_kernelIfEvPf";
@@ -189,6 +198,14 @@ TEST(TransformerSuiteProfile, AGpuTraceBecomesABreakdownPerStepWithOpsSummedOver
   EXPECT_NEAR(b["ops"]["c_fc forward"].get<double>(), plan.config.layers * 1e-6, 1e-12);
   EXPECT_EQ(b["top_kernels"][0]["count"].get<double>(), per_step);
   EXPECT_NE(b["source"].get<std::string>().find("3 profiled steps"), std::string::npos) << b["source"];
+  // The host side: the fake's one sync per step, its kernels' device time, the 10 us "inputs" range.
+  const auto& host = c.details["host"];
+  EXPECT_EQ(host["host_syncs_per_step"].get<double>(), 1.0);
+  EXPECT_NEAR(host["kernel_s_per_step"].get<double>(), per_step * 1e-6, 1e-12);
+  EXPECT_NEAR(host["staging_s_per_step"].get<double>(), 10e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(host["input_wait_s_per_step"].get<double>(),
+                   host["data_s_per_step"].get<double>() + host["staging_s_per_step"].get<double>());
+  EXPECT_EQ(host["step_s"], c.details["profile"]["profiled_step_median_s"]);
 }
 
 class ProfilerThatFails : public FakeGpuProfiler {
