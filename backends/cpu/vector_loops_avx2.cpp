@@ -367,12 +367,13 @@ void stochastic_octets(const float* source, std::uint16_t* destination, std::uin
       continue;
     }
     const std::size_t run_end = same_high / kLanes < end - v ? v + same_high / kLanes : end;
-    const __m256i high_term = first_product_term(z >> 32);
+    const __m256i high_term = first_product_term(z >> 32), step = _mm256_set1_epi64x(kLanes);
+    __m256i a = counters_a(z), b = counters_b(z);  // counted on in the vectors: no broadcast per octet
     for (; v < run_end; ++v) {
-      const std::uint64_t counter = start + v * kLanes;
       stochastic_octet(source + v * kLanes, destination + v * kLanes,
-                       random_words(first_product(counters_a(counter), high_term),
-                                    first_product(counters_b(counter), high_term)));
+                       random_words(first_product(a, high_term), first_product(b, high_term)));
+      a = _mm256_add_epi64(a, step);
+      b = _mm256_add_epi64(b, step);
     }
   }
 }
