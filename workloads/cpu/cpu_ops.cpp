@@ -212,23 +212,16 @@ void round_values(float* x, std::size_t n, num::Format format) {
   }
 }
 
-// x as a GEMM in `format` reads it: round_to_format, with fp32 and bf16 (the formats these ops
-// run) inline.
-inline float operand(float x, num::Format format) {
-  if (format == num::Format::fp32) return x;
-  if (format == num::Format::bf16) return std::bit_cast<float>(std::uint32_t{num::f32_to_bf16_bits(x)} << 16);
-  return round_to_format(x, format);
-}
-
 // dst[i] = x[i] as a GEMM in `format` reads it (serial: called inside per-thread work); dst may
-// be x.
+// be x. fp16 and bf16 through the device layer's vector loops (the same bits as round_to_format).
 void load_operand(float* dst, const float* x, std::size_t n, num::Format format) {
   if (format == num::Format::fp32) {
     if (dst != x) std::memcpy(dst, x, n * sizeof(float));
     return;
   }
   if (format == num::Format::fp16) return cpu::round_through(DType::f16, x, dst, n);
-  for (std::size_t i = 0; i < n; ++i) dst[i] = operand(x[i], format);
+  if (format == num::Format::bf16) return cpu::round_through(DType::bf16, x, dst, n);
+  for (std::size_t i = 0; i < n; ++i) dst[i] = round_to_format(x[i], format);
 }
 
 // The heads of `parts` consecutive C-wide parts of each row of x [B*T rows, row_width elements],
@@ -239,6 +232,8 @@ void gather_heads(float* heads, ConstTensor<float> x, std::size_t row_width, int
                   num::Format format) {
   const int hs = C / NH;
   const std::size_t part_size = static_cast<std::size_t>(B) * T * C, width = static_cast<std::size_t>(parts) * C;
+  // Values decoded from a storage in the GEMM input format are its values already.
+  const num::Format rounding = !x.is_real() && storage_format(x.storage()) == format ? num::Format::fp32 : format;
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<std::size_t>(B) * T * width))
   for (int row = 0; row < B * T; ++row) {
     const int b = row / T, t = row % T;
@@ -246,7 +241,7 @@ void gather_heads(float* heads, ConstTensor<float> x, std::size_t row_width, int
     for (int part = 0; part < parts; ++part) {
       for (int h = 0; h < NH; ++h) {
         float* dst = heads + part * part_size + ((static_cast<std::size_t>(b) * NH + h) * T + t) * hs;
-        load_operand(dst, values + part * C + h * hs, hs, format);
+        load_operand(dst, values + part * C + h * hs, hs, rounding);
       }
     }
   }
