@@ -271,6 +271,9 @@ float largest(__m256 x) {
 }
 
 // ---- fp32 -> bf16 with stochastic rounding -------------------------------------------------------
+// The loop is bound by its count of vector instructions (some 58 per eight elements in the plain
+// form, most of them the counter hash's 64-bit multiplies, three 32 x 32-bit products each), so
+// what the hash does not need is left out: see first_product and random_words.
 
 // The low 64 bits of a * b in each 64-bit lane. AVX2 multiplies only 32 x 32 -> 64 bits: three
 // partial products, since a_high * b_high lands at bit 64 and above.
@@ -284,34 +287,95 @@ __m256i multiply_low64(__m256i a, std::uint64_t b) {
 
 // core/random.hpp's mix64 (restated: see the top of the file) after the counter z is formed.
 constexpr std::uint64_t kMixSeedFactor = 0x9E3779B97F4A7C15ull, kMixOffset = 0x632BE59BD9B4E019ull;
-__m256i finish_mix64(__m256i z) {
-  z = multiply_low64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), 0xBF58476D1CE4E5B9ull);
-  z = multiply_low64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), 0x94D049BB133111EBull);
-  return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+constexpr std::uint64_t kMix1 = 0xBF58476D1CE4E5B9ull, kMix2 = 0x94D049BB133111EBull;
+
+__m256i xor_shifted(__m256i z, int shift) { return _mm256_xor_si256(z, _mm256_srli_epi64(z, shift)); }
+
+// mix64's first product, (z ^ (z >> 30)) * kMix1, for counters z that share their high half: the
+// high half of z ^ (z >> 30) is then the same in every lane, and so is its partial product with
+// kMix1's low half, `high_term` (already shifted into the high half, from first_product_term): two
+// 32 x 32-bit multiplies instead of three. Counters run on for 2^32 before their high half changes.
+__m256i first_product(__m256i z, __m256i high_term) {
+  const __m256i x = xor_shifted(z, 30);
+  const __m256i low = _mm256_mul_epu32(x, _mm256_set1_epi64x(static_cast<long long>(kMix1 & 0xFFFFFFFFu)));
+  const __m256i cross = _mm256_mul_epu32(x, _mm256_set1_epi64x(static_cast<long long>(kMix1 >> 32)));
+  return _mm256_add_epi64(_mm256_add_epi64(low, high_term), _mm256_slli_epi64(cross, 32));
 }
 
-// random_word(seed, first + j) in 32-bit lane j, given start = seed * kMixSeedFactor + kMixOffset
-// + first. The 64-bit lanes count first + {0, 1, 4, 5} and first + {2, 3, 6, 7}: shuffle_ps,
-// which picks within 128-bit halves, then leaves the words' high halves in order.
-__m256i random_words(std::uint64_t start) {
-  const __m256i counter = _mm256_set1_epi64x(static_cast<long long>(start));
-  const __m256i a = finish_mix64(_mm256_add_epi64(counter, _mm256_setr_epi64x(0, 1, 4, 5)));
-  const __m256i b = finish_mix64(_mm256_add_epi64(counter, _mm256_setr_epi64x(2, 3, 6, 7)));
-  return _mm256_castps_si256(
-      _mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), _MM_SHUFFLE(3, 1, 3, 1)));
+// first_product's high_term for counters whose high half is z_high.
+__m256i first_product_term(std::uint64_t z_high) {
+  const std::uint32_t x_high = static_cast<std::uint32_t>(z_high ^ (z_high >> 30));
+  const std::uint32_t term = x_high * static_cast<std::uint32_t>(kMix1 & 0xFFFFFFFFu);
+  return _mm256_set1_epi64x(static_cast<long long>(std::uint64_t{term} << 32));
+}
+
+// The same product for any counters (eight that straddle a change of the high half).
+__m256i first_product_any(__m256i z) { return multiply_low64(xor_shifted(z, 30), kMix1); }
+
+// random_word(seed, first + j) in 32-bit lane j, from first_product of the 64-bit lanes that count
+// first + {0, 1, 4, 5} (a) and first + {2, 3, 6, 7} (b): shuffle_ps, which picks within 128-bit
+// halves, then leaves the high halves of the second products in order, and mix64's last
+// z ^ (z >> 31), of which random_word keeps the high half, is w ^ (w >> 31) on those 32 bits.
+__m256i random_words(__m256i a, __m256i b) {
+  a = multiply_low64(xor_shifted(a, 27), kMix2);
+  b = multiply_low64(xor_shifted(b, 27), kMix2);
+  const __m256i w =
+      _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm256_xor_si256(w, _mm256_srli_epi32(w, 31));
+}
+
+// The 64-bit lanes of counters first + {0, 1, 4, 5} and first + {2, 3, 6, 7}, given start = seed *
+// kMixSeedFactor + kMixOffset.
+__m256i counters_a(std::uint64_t z) {
+  return _mm256_add_epi64(_mm256_set1_epi64x(static_cast<long long>(z)), _mm256_setr_epi64x(0, 1, 4, 5));
+}
+__m256i counters_b(std::uint64_t z) {
+  return _mm256_add_epi64(_mm256_set1_epi64x(static_cast<long long>(z)), _mm256_setr_epi64x(2, 3, 6, 7));
 }
 
 // amp/formats.hpp's f32_to_bf16_bits_stochastic: the word's low 16 bits added under the dropped
-// bits; inf unchanged; NaN quieted as in the round-to-nearest narrowing.
+// bits; inf unchanged (its dropped bits are 0: the add carries nothing into it); NaN quieted as in
+// the round-to-nearest narrowing, its bits shifted with nothing added.
 __m128i bf16_stochastic(__m256 x, __m256i words) {
   const __m256i bits = _mm256_castps_si256(x);
-  const __m256i high = _mm256_srli_epi32(bits, 16);
-  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_and_si256(words, _mm256_set1_epi32(0xFFFF))), 16);
   const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i is_special = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F7FFFFF));  // inf or NaN
   const __m256i is_nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
-  const __m256i special = _mm256_or_si256(high, _mm256_and_si256(is_nan, _mm256_set1_epi32(0x0040)));
-  return pack_low_halves(_mm256_blendv_epi8(rounded, special, is_special));
+  const __m256i added = _mm256_andnot_si256(_mm256_or_si256(is_nan, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))), words);
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, added), 16);
+  return pack_low_halves(_mm256_or_si256(rounded, _mm256_and_si256(is_nan, _mm256_set1_epi32(0x0040))));
+}
+
+void stochastic_octet(const float* x, std::uint16_t* y, __m256i words) {
+  prefetch_ahead(x);
+  store_bits(y, bf16_stochastic(_mm256_loadu_ps(x), words));
+}
+
+void stochastic_octet_any(const float* x, std::uint16_t* y, std::uint64_t z) {
+  stochastic_octet(x, y, random_words(first_product_any(counters_a(z)), first_product_any(counters_b(z))));
+}
+
+// Octets [begin, end) of the cast, in runs of octets whose counters share their high half.
+void stochastic_octets(const float* source, std::uint16_t* destination, std::uint64_t start, std::size_t begin,
+                       std::size_t end) {
+  std::size_t v = begin;
+  while (v < end) {
+    const std::uint64_t z = start + v * kLanes;
+    const std::uint64_t same_high = (std::uint64_t{1} << 32) - (z & 0xFFFFFFFFu);  // counters from z on
+    if (same_high < kLanes) {
+      stochastic_octet_any(source + v * kLanes, destination + v * kLanes, z);
+      ++v;
+      continue;
+    }
+    const std::size_t run_end = same_high / kLanes < end - v ? v + same_high / kLanes : end;
+    const __m256i high_term = first_product_term(z >> 32), step = _mm256_set1_epi64x(kLanes);
+    __m256i a = counters_a(z), b = counters_b(z);  // counted on in the vectors: no broadcast per octet
+    for (; v < run_end; ++v) {
+      stochastic_octet(source + v * kLanes, destination + v * kLanes,
+                       random_words(first_product(a, high_term), first_product(b, high_term)));
+      a = _mm256_add_epi64(a, step);
+      b = _mm256_add_epi64(b, step);
+    }
+  }
 }
 
 }  // namespace
@@ -340,10 +404,26 @@ float f32_to_e4m3_scaled(const float* source, std::uint8_t* destination, float s
 
 void f32_to_bf16_stochastic(const float* source, std::uint16_t* destination, std::uint64_t seed, std::size_t n) {
   const std::uint64_t start = seed * kMixSeedFactor + kMixOffset;
-  map_octets_at(source, destination, n, [start](std::size_t first, const float* x, std::uint16_t* y) {
-    prefetch_ahead(x);
-    store_bits(y, bf16_stochastic(_mm256_loadu_ps(x), random_words(start + first)));
-  });
+  const std::size_t octets = n / kLanes;
+  // Blocks of octets on the threads: each block's runs start with one high_term.
+  constexpr std::size_t kBlock = 512;
+  const std::size_t blocks = (octets + kBlock - 1) / kBlock;
+  const auto block = [&](std::size_t b) {
+    stochastic_octets(source, destination, start, b * kBlock, b + 1 < blocks ? (b + 1) * kBlock : octets);
+  };
+  if (octets < kThreadedOctets) {  // no parallel region at all: even an inactive one costs a call
+    for (std::size_t b = 0; b < blocks; ++b) block(b);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (std::size_t b = 0; b < blocks; ++b) block(b);
+  }
+  const std::size_t done = octets * kLanes, rest = n - done;
+  if (rest == 0) return;
+  float in_tail[kLanes] = {};
+  std::uint16_t out_tail[kLanes];
+  std::memcpy(in_tail, source + done, rest * sizeof(float));
+  stochastic_octet_any(in_tail, out_tail, start + done);
+  std::memcpy(destination + done, out_tail, rest * sizeof(std::uint16_t));
 }
 
 void stream_f16(StreamOp op, const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* c, float s,

@@ -399,12 +399,25 @@ std::vector<std::uint16_t> stochastic_on(Backend& backend, const std::vector<flo
   return download<std::uint16_t>(backend, dst);
 }
 
+// The seed whose element 0 has counter z in core/random.hpp's mix64 (seed * 0x9E3779B97F4A7C15 +
+// index + 0x632BE59BD9B4E019, mod 2^64): the factor is odd, so it has an inverse mod 2^64 (Newton's
+// iteration doubles the correct low bits each time: 3, 6, ..., 96).
+std::uint64_t seed_with_counter(std::uint64_t z) {
+  constexpr std::uint64_t factor = 0x9E3779B97F4A7C15ull, offset = 0x632BE59BD9B4E019ull;
+  std::uint64_t inverse = factor;
+  for (int i = 0; i < 5; ++i) inverse *= 2 - factor * inverse;
+  return (z - offset) * inverse;
+}
+
 // Every bf16 rounding boundary meets random words of a fresh seed and of seeds whose counters
-// carry across 32 and 64 bits; each element's word is that of its own index.
+// carry across 32 and 64 bits between elements 1002 and 1003 (inside a vector of 8 or 16): the
+// vector loops hash runs of counters that share their high half faster than counters that do not.
+// Each element's word is that of its own index.
 TEST_F(CpuElementLoops, StochasticCastMatchesTheReferenceAtEveryRoundingBoundary) {
   const auto source = rounding_boundaries();
   const std::uint64_t fresh = ::testing::UnitTest::GetInstance()->random_seed();
-  for (std::uint64_t seed : {fresh, std::uint64_t{0}, std::uint64_t{0xFFFFFFFF}, ~std::uint64_t{0}}) {
+  const std::uint64_t carry_32 = seed_with_counter(0x1'0000'0000ull - 1003), carry_64 = seed_with_counter(-1003ull);
+  for (std::uint64_t seed : {fresh, std::uint64_t{0}, std::uint64_t{0xFFFFFFFF}, ~std::uint64_t{0}, carry_32, carry_64}) {
     SCOPED_TRACE(fmt::format("seed {}", seed));
     EXPECT_EQ(first_difference(stochastic_on(*cpu_, source, seed), stochastic_on(oracle_, source, seed)), "");
   }

@@ -1,7 +1,8 @@
 #pragma once
 // TransformerOps on the CPU: the GEMMs through the CPU device layer's matmul (native where the
 // capability table says so; converted elsewhere: operands rounded to the format in fp32, oneDNN's
-// fp32 matmul), GELU through oneDNN's eltwise, everything else as OpenMP loops over rows.
+// fp32 matmul), attention's per-head products as batched fp32 matmuls on operands rounded to the
+// GEMM input format, GELU through oneDNN's eltwise, everything else as OpenMP loops over rows.
 // Results match ReferenceOps<float> up to fp32 summation order; in a low matmul precision the GEMM
 // operands and results are rounded exactly as the reference rounds them. Half-storage activations
 // are read and written in place: a bf16 tensor is a bf16 GEMM's operand as it is, and the loops
@@ -77,6 +78,10 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   // format before it is stored or added, as MatmulPrecision says, and the sum to out's storage.
   void gemm(Tensor<float> out, const void* a, bool a_transposed, const void* b, bool b_transposed, const float* bias,
             int M, int K, int N, bool accumulate);
+  // dst = op(a) op(b) for each of `batch` fp32 matrices one after the other (attention's per-head
+  // products), on the fp32 matmul.
+  void head_matmul(const float* a, bool a_transposed, const float* b, bool b_transposed, float* dst, int batch, int M,
+                   int N, int K);
   // n values of x as the GEMM reads them. Native: x itself when it is stored in the GEMM input type
   // (fp32 GEMMs on real storage, bf16 on bf16), else its copy in that type in `buffer`. Converted:
   // fp32 values of the input format (rounded_operand).
@@ -93,7 +98,7 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   OpsArray<std::byte> operand_a_, operand_b_;  // GEMM operands: codes (native) or rounded fp32 (converted)
   OpsArray<float> result_;                         // GEMM results before rounding and adding
   std::array<OpsArray<float>, 2> decoded_;         // half-storage values decoded to fp32
-  OpsArray<float> per_thread_;                     // attention and LayerNorm per-thread scratch
+  OpsArray<float> per_thread_;                     // attention's heads and scores, LayerNorm's per-thread sums
 };
 
 }  // namespace mpbench::workloads
