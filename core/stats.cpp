@@ -12,6 +12,13 @@
 
 namespace mpbench {
 
+double median_of(std::vector<double> values) {
+  if (values.empty()) throw std::invalid_argument("median of no values");
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
 Statistics Statistics::of(std::vector<double> samples) {
   if (samples.empty()) throw std::invalid_argument("statistics of no samples");
   Statistics s;
@@ -21,7 +28,7 @@ Statistics Statistics::of(std::vector<double> samples) {
   const std::size_t n = samples.size();
   s.min = samples.front();
   s.max = samples.back();
-  s.median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  s.median = median_of(samples);
   s.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
   double squares = 0;
   for (double v : samples) squares += (v - s.mean) * (v - s.mean);

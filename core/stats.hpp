@@ -6,6 +6,9 @@
 
 namespace mpbench {
 
+// The median of `values` (the mean of the middle two for an even count); needs at least one value.
+double median_of(std::vector<double> values);
+
 // Summary of repeated measurements of one quantity; keeps the samples so that later tools
 // (compare's rank test) can use them.
 struct Statistics {

@@ -6,6 +6,7 @@
 #include <map>
 #include <string_view>
 
+#include "core/stats.hpp"
 #include "profiler/rules.hpp"
 
 namespace mpbench::profiler {
@@ -36,12 +37,6 @@ std::size_t rank_of(std::string_view rule) {
 bool bears_on(const Finding& f, const std::string& mode) {
   if (f.rule == "no_bf16_instructions") return mode.find("bf16") != std::string::npos;
   return true;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct ModeFacts {
@@ -116,7 +111,7 @@ std::vector<Finding> mode_verdicts(const Explanation& e) {
                      evidence});
       continue;
     }
-    const double s = median(m.speedups);
+    const double s = median_of(m.speedups);
     evidence["median_speedup"] = s;
     if (m.limit) evidence["limit"] = m.limit->rule;
     else if (!m.limiting_category.empty()) evidence["limiting_category"] = m.limiting_category;

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "compare/sides.hpp"
+#include "core/stats.hpp"
 #include "profiler/evidence.hpp"
 
 namespace mpbench::profiler {
@@ -42,12 +43,6 @@ std::optional<double> speedup_of(const OkCases& cases, const CaseResult& c,
   const CaseResult* base = find(cases, c, baseline);
   if (!base) return std::nullopt;
   return base->seconds->median / c.seconds->median;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 // The pairs of one suite and precision: PyTorch's time over mpbench's, and each side's speedups.
@@ -89,7 +84,7 @@ std::string cases_text(std::size_t n) { return fmt::format("{} case{}", n, n == 
 
 Finding comparison_finding(const std::string& suite, const std::string& precision, const Group& g,
                            const std::string& baseline) {
-  const double m = median(g.ratios);
+  const double m = median_of(g.ratios);
   const auto [low, high] = std::minmax_element(g.ratios.begin(), g.ratios.end());
   std::string message = fmt::format("{}: mpbench at {:.2f}x PyTorch's speed (median of {}{})", what(suite, precision),
                                     m, cases_text(g.ratios.size()),
@@ -97,7 +92,7 @@ Finding comparison_finding(const std::string& suite, const std::string& precisio
   json evidence = {{"suite", suite}, {"precision", precision}, {"median_ratio", m}, {"cases", g.ratios.size()},
                    {"lowest_ratio", *low}, {"highest_ratio", *high}};
   if (!g.mpbench_speedups.empty()) {
-    const double ms = median(g.mpbench_speedups), ts = median(g.torch_speedups);
+    const double ms = median_of(g.mpbench_speedups), ts = median_of(g.torch_speedups);
     message += fmt::format("; over {}: mpbench {} {:.2f}x, PyTorch {} {:.2f}x", baseline, precision, ms, precision, ts);
     evidence["mpbench_speedup"] = ms;
     evidence["torch_speedup"] = ts;
@@ -132,16 +127,16 @@ std::optional<Instructions> instructions_for(const ResultDocument& doc, const st
 std::optional<Finding> slow_path_finding(const ResultDocument& mpbench, const std::string& suite,
                                          const std::string& precision, const Group& g, const std::string& baseline) {
   if (g.mpbench_speedups.empty()) return std::nullopt;
-  const double ms = median(g.mpbench_speedups), ts = median(g.torch_speedups);
+  const double ms = median_of(g.mpbench_speedups), ts = median_of(g.torch_speedups);
   if (!(ts < 1 && ts < kPeerSlowShare * ms)) return std::nullopt;
   const double how_much = ms / ts;
   const std::string path = g.mpbench_path.empty() ? "" : fmt::format("{} ", g.mpbench_path);
   const std::string measured = fmt::format(
       "PyTorch's {} ran at {:.2f}x its own {} speed (median of {}) where mpbench's {}path on the same hardware ran at "
       "{:.2f}x: PyTorch's path is {:.1f}x slower than the hardware allows, and mpbench is {:.2f}x PyTorch's speed there",
-      what(suite, precision), ts, baseline, cases_text(g.torch_speedups.size()), path, ms, how_much, median(g.ratios));
+      what(suite, precision), ts, baseline, cases_text(g.torch_speedups.size()), path, ms, how_much, median_of(g.ratios));
   json evidence = {{"suite", suite}, {"precision", precision}, {"torch_speedup", ts}, {"mpbench_speedup", ms},
-                   {"slower_than_allowed", how_much}, {"median_ratio", median(g.ratios)}};
+                   {"slower_than_allowed", how_much}, {"median_ratio", median_of(g.ratios)}};
   const auto instructions = instructions_for(mpbench, precision);
   if (instructions && !instructions->present) {
     evidence["cpu_flags_missing"] = instructions->names;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stats.hpp"
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
@@ -47,12 +48,6 @@ std::string device_name(const ResultDocument& doc) {
 }
 
 bool on_gpu(const ResultDocument& doc) { return string_or(doc.run, "device", "") == "cuda"; }
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 // The document's cases by suite, name, backend and precision: looked up once per speedup.
 using CasesById = std::map<std::tuple<std::string, std::string, std::string, std::string>, const CaseResult*>;
@@ -143,7 +138,7 @@ void gemm_figures(const ResultDocument& doc, const CasesById& cases, const std::
                   const std::map<std::string, PathSeen>& paths, const std::string& baseline, std::vector<Finding>& out) {
   for (const auto& [precision, entry] : speedups_by_precision(doc, cases, speedups, "gemm")) {
     if (entry.values.empty()) continue;
-    const double m = median(entry.values);
+    const double m = median_of(entry.values);
     const auto path = paths.find(precision);
     const std::string how = path == paths.end() ? "" : fmt::format(", {}", path->second.path);
     out.push_back({"verdict_gemm", m < 1 ? "warning" : "info",
@@ -159,7 +154,7 @@ void bandwidth_figures(const ResultDocument& doc, const CasesById& cases, const 
                        const std::string& baseline, std::vector<Finding>& out) {
   for (const auto& [precision, entry] : speedups_by_precision(doc, cases, speedups, "bandwidth")) {
     if (entry.values.empty()) continue;
-    const double m = median(entry.values);
+    const double m = median_of(entry.values);
     out.push_back({"verdict_memory_bound", m < 1 ? "warning" : "info",
                    fmt::format("memory-bound kernels in {}: {:.2f}x over {} (median of {} bandwidth cases{}; half "
                                "the bytes allow 2x)",
@@ -180,7 +175,7 @@ void cast_figures(const ResultDocument& doc, std::vector<Finding>& out) {
     else ++too_noisy;
   }
   if (pct_of_copy.empty()) return;
-  const double m = median(pct_of_copy);
+  const double m = median_of(pct_of_copy);
   out.push_back({"verdict_casts", "info",
                  fmt::format("a conversion runs at {:.0f}% of a copy of the same elements (median of {} casts{}): "
                              "each cast in a mixed-precision step costs about {:.1f} copies",
@@ -296,7 +291,7 @@ Finding native_headline(const ResultDocument& doc, const std::map<std::string, P
     if (found == gemm_speedups.end()) continue;
     too_noisy += found->second.too_noisy;
     if (found->second.values.empty()) continue;
-    const double m = median(found->second.values);
+    const double m = median_of(found->second.values);
     measured.push_back(fmt::format("{} {:.2f}x {}'s speed (median of {})", precision, m, baseline,
                                    shapes(found->second.values.size())));
     evidence["measured"][precision] = m;

@@ -31,6 +31,13 @@ TEST(Statistics, EvenCountMedianAveragesTheMiddlePair) {
 
 TEST(Statistics, EmptyIsAnError) { EXPECT_THROW(Statistics::of({}), std::invalid_argument); }
 
+TEST(Statistics, MedianOfHandComputedCases) {
+  EXPECT_DOUBLE_EQ(median_of({7.0}), 7.0);
+  EXPECT_DOUBLE_EQ(median_of({9.0, -1.0, 4.0}), 4.0);
+  EXPECT_DOUBLE_EQ(median_of({5.0, 1.0, 8.0, 2.0}), 3.5);
+  EXPECT_THROW(median_of({}), std::invalid_argument);
+}
+
 TEST(Statistics, JsonRoundTrip) {
   const Statistics s = Statistics::of({1.5e-3, 1.7e-3, 1.6e-3});
   const Statistics back = Statistics::from_json(s.to_json());
