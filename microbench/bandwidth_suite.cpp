@@ -71,7 +71,7 @@ CaseSpec stream_case(StreamKernel kernel, DType type, std::int64_t n, Backend& b
   CaseSpec spec{"bandwidth", fmt::format("{}/n={}", stream_kernel_name(kernel), n), std::string(dtype_name(type)),
                 {{"kernel", stream_kernel_name(kernel)}, {"elements", n}, {"dtype", dtype_name(type)},
                  {"bytes", bytes}, {"bytes_counted", "read + written"},
-                 {"cache_bytes", backend.device().l2_bytes}}, {}, {}};
+                 {"cache_bytes", backend.device().usable_cache_bytes}}, {}, {}};
   spec.measure = [spec, kernel, type, n](Backend& be, const SamplerConfig& config, CaseProfiler* profiler) {
     return measure_stream(spec, kernel, type, n, be, config, profiler);
   };
@@ -81,7 +81,7 @@ CaseSpec stream_case(StreamKernel kernel, DType type, std::int64_t n, Backend& b
 CaseSpec memcpy_case(std::int64_t n, Backend& backend) {
   CaseSpec spec{"bandwidth", fmt::format("memcpy/n={}", n), "fp32",
                 {{"kernel", "memcpy"}, {"elements", n}, {"dtype", "fp32"}, {"bytes", 2.0 * 4.0 * n},
-                 {"bytes_counted", "read + written"}, {"cache_bytes", backend.device().l2_bytes}}, {}, {}};
+                 {"bytes_counted", "read + written"}, {"cache_bytes", backend.device().usable_cache_bytes}}, {}, {}};
   spec.measure = [spec, n](Backend& be, const SamplerConfig& config, CaseProfiler* profiler) {
     return measure_memcpy(spec, n, be, config, profiler);
   };
@@ -118,14 +118,14 @@ std::vector<CaseSpec> bandwidth_cases(Backend& backend, const SuiteOptions& opti
 }  // namespace
 
 std::vector<std::int64_t> bandwidth_sweep_elements(const DeviceInfo& device, bool quick) {
-  const double cache_elements = std::max(static_cast<double>(device.l2_bytes) / 4.0, 65536.0);
+  const double cache_elements = std::max(static_cast<double>(device.usable_cache_bytes) / 4.0, 65536.0);
   const auto base = static_cast<std::int64_t>(std::exp2(std::round(std::log2(cache_elements))));
   constexpr double kLargestCaseBytesPerElement = 3 * 4;  // add and triad: three fp32 arrays
   const double fitting = static_cast<double>(device.memory_bytes) / 2.0 / kLargestCaseBytesPerElement;
   const std::int64_t fits = device.memory_bytes == 0 ? base << 3 : power_of_two_at_most(std::max(fitting, 1.0));
-  // Quick on a CPU: one size well inside the last-level cache and one twice its size, memory-bound
-  // yet small enough to allocate and sweep in a smoke run's half second a case (eight times a
-  // VM's 480 MiB cache took seconds a case to touch alone).
+  // Quick on a CPU: one size well inside the cache and one twice its size, memory-bound yet small
+  // enough to allocate and sweep in a smoke run (eight times a CPU's cache took seconds a case to
+  // touch alone).
   const bool cpu = device.backend == "cpu";
   const std::vector<int> shifts = !quick ? std::vector<int>{-3, -2, -1, 0, 1, 2, 3}
                                   : cpu  ? std::vector<int>{-3, 1}

@@ -105,7 +105,7 @@ TEST(GemmSuite, PrecisionOptionSelects) {
 
 TEST(BandwidthSuite, SweepCrossesTheCache) {
   auto cpu = cpu::make_backend();
-  const double cache = static_cast<double>(cpu->device().l2_bytes);
+  const double cache = static_cast<double>(cpu->device().usable_cache_bytes);
   double smallest = 1e30, largest = 0;
   for (const auto& c : cases_of("bandwidth", *cpu))
     if (c.params["kernel"] == "triad" && c.precision == "fp32") {
@@ -120,6 +120,7 @@ DeviceInfo device_with(std::uint64_t cache_bytes, std::uint64_t memory_bytes, st
   DeviceInfo device;
   device.backend = std::move(backend);
   device.l2_bytes = cache_bytes;
+  device.usable_cache_bytes = cache_bytes;
   device.memory_bytes = memory_bytes;
   return device;
 }
