@@ -324,6 +324,7 @@ int run_benchmarks(const RunOptions& options) {
     const auto case_profiler = profile ? microbench::make_case_profiler(backend.device(), print_line) : nullptr;
     outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, progress_printer(),
                                     case_profiler.get());
+    specs.clear();  // and with them the arrays their cases share (the bandwidth suite's), before training
     if (const auto problem = microbench::benchmark_out_problem(options.benchmark_args)) {
       fmt::print(stderr, "mpbench: error: {}; mpbench's own document is written as usual\n", *problem);
       benchmark_out_lost = true;

@@ -156,6 +156,64 @@ TEST(BandwidthSuite, BytesAreReadPlusWritten) {
   }
 }
 
+// The reference loops on a device of a 64 KiB cache (the sweep's smallest: 2^16 fp32 elements),
+// counting the buffers it hands out and the fills.
+class CountingBackend final : public reference::ReferenceBackend {
+ public:
+  CountingBackend() { info_.usable_cache_bytes = 64 << 10; }
+  DeviceBuffer allocate(DType dtype, std::size_t count) override {
+    ++live;
+    return ReferenceBackend::allocate(dtype, count);
+  }
+  void release(void* data) noexcept override {
+    --live;
+    ReferenceBackend::release(data);
+  }
+  void fill_uniform(DeviceBuffer& buffer, std::uint64_t seed, float lo, float hi) override {
+    ++fills;
+    ReferenceBackend::fill_uniform(buffer, seed, lo, hi);
+  }
+  int live = 0, fills = 0;
+};
+
+TEST(BandwidthSuite, CasesOfOneSizeAndDtypeShareTheirFilledArrays) {
+  CountingBackend backend;
+  SuiteOptions quick;
+  quick.quick = true;
+  SamplerConfig config = SamplerConfig::quick();
+  config.timeout_s = 0.01;
+  std::set<std::pair<std::int64_t, std::string>> sets;
+  int stream_cases = 0;
+  for (const auto& c : cases_of("bandwidth", backend, quick)) {
+    if (c.params["kernel"] == "h2d_pinned" || c.params["kernel"] == "d2h_pinned") continue;
+    const CaseResult r = c.measure(backend, config, nullptr);
+    EXPECT_GT(r.rates["gbps"].get<double>(), 0) << c.id();
+    sets.insert({c.params["elements"].get<std::int64_t>(), c.precision});
+    ++stream_cases;
+  }
+  const auto sizes = static_cast<int>(bandwidth_sweep_elements(backend.device(), true).size());
+  EXPECT_EQ(sets.size(), 3u * sizes);  // three dtypes per size
+  EXPECT_EQ(stream_cases, sizes * (1 + 5 * 3));  // memcpy and five kernels in three dtypes per size
+  EXPECT_EQ(backend.fills, 2 * static_cast<int>(sets.size()));  // a and b of each set, once
+  EXPECT_EQ(backend.live, 0);  // released after each size's last case
+}
+
+TEST(BandwidthSuite, AFilteredRunReleasesItsArraysWithTheCases) {
+  CountingBackend backend;
+  SuiteOptions fp16;
+  fp16.quick = true;
+  fp16.precisions = {"fp16"};
+  SamplerConfig config = SamplerConfig::quick();
+  config.timeout_s = 0.01;
+  {
+    const auto cases = cases_of("bandwidth", backend, fp16);
+    ASSERT_FALSE(cases.empty());
+    cases.front().measure(backend, config, nullptr);  // not the size's last: its arrays stay for the rest
+    EXPECT_GT(backend.live, 0);
+  }
+  EXPECT_EQ(backend.live, 0);
+}
+
 TEST(CastSuite, Fp8CastCountsItsAmaxPass) {
   auto cpu = cpu::make_backend();
   for (const auto& c : cases_of("cast", *cpu))
