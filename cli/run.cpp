@@ -254,6 +254,7 @@ int run_benchmarks(const RunOptions& options) {
   const cpu::CpuOptions cpu_options{cpu::parse_gemm_path_choice(options.cpu_gemm)};
   workloads::TransformerSuiteOptions transformer_options = options.transformer;
   transformer_options.quick = options.quick;
+  transformer_options.max_noise = sampler_config(options).max_noise;
   transformer_options.modes = transformer_modes(options.precisions);
   const bool run_transformer = transformer && (options.precisions.empty() || !transformer_options.modes.empty());
   std::vector<GemmShape> shapes;

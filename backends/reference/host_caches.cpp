@@ -1,6 +1,7 @@
 #include "backends/reference/host_caches.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>

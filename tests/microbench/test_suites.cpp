@@ -144,6 +144,49 @@ TEST(BandwidthSuite, SweepStopsWhereThreeArraysWouldTakeHalfTheMemory) {
   EXPECT_EQ(bandwidth_sweep_elements(small, true), (std::vector<std::int64_t>{1 << 24, 1 << 25}));
 }
 
+// What the microbenchmark suites plan, counted (not timed): the cases that will be measured, the
+// FLOPs and bytes of one launch of each.
+struct PlannedWork {
+  int cases = 0;
+  double flops = 0, bytes = 0;
+};
+
+PlannedWork planned_work(Backend& backend, bool quick) {
+  SuiteOptions options;
+  options.quick = quick;
+  PlannedWork work;
+  for (const auto& suite : suites())
+    for (const auto& c : suite.cases(backend, options)) {
+      if (c.skip_reason) continue;
+      ++work.cases;
+      work.flops += c.params.value("flops", 0.0);
+      work.bytes += c.params.value("bytes", 0.0);
+    }
+  return work;
+}
+
+TEST(QuickPlan, IsSmallOnACpu) {
+  auto cpu = cpu::make_backend();
+  const PlannedWork quick = planned_work(*cpu, true), standard = planned_work(*cpu, false);
+  // The sampler stops a case at its timeout (with 3 samples in): the cases' sampling budget
+  // together, of a quick run's 90 s on 2 cores.
+  EXPECT_LE(quick.cases * SamplerConfig::quick().timeout_s, 25.0) << quick.cases << " cases";
+  EXPECT_LE(quick.cases, standard.cases * 3 / 5);
+  EXPECT_LE(quick.flops, 1.5e11);  // one launch of every GEMM; a case runs about 7
+  EXPECT_LE(quick.flops, standard.flops / 6);
+  EXPECT_LE(quick.bytes, standard.bytes / 4);
+  // The bandwidth arrays on this project's VM (100 MiB of cache its 2 threads fill, 23.5 GiB): at
+  // most 1 GiB for the largest case, 2 GiB filled in all (one set per size and dtype).
+  const auto vm = device_with(104955904, 23500ull << 20, "cpu");
+  const auto sizes = bandwidth_sweep_elements(vm, true);
+  double filled = 0;
+  for (const std::int64_t n : sizes) filled += 3.0 * (4 + 2 + 2) * static_cast<double>(n);
+  EXPECT_LE(3.0 * 4 * static_cast<double>(sizes.back()), double(1ull << 30));
+  EXPECT_LE(filled, double(2ull << 30));
+  EXPECT_LT(static_cast<double>(sizes.front()) * 4, 104955904.0 / 4) << "a size inside the cache";
+  EXPECT_GT(static_cast<double>(sizes.back()) * 4, 104955904.0) << "a size beyond it";
+}
+
 TEST(BandwidthSuite, BytesAreReadPlusWritten) {
   auto cpu = cpu::make_backend();
   for (const auto& c : cases_of("bandwidth", *cpu)) {
