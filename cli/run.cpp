@@ -303,7 +303,10 @@ int run_benchmarks(const RunOptions& options) {
     throw UsageError(fmt::format("no case matches --filter '{}': see `mpbench list`", options.filter));
   microbench::check_benchmark_filter(specs, options.benchmark_args);
 
-  // What will really run: skipped cases are only listed in the table.
+  // Made before anything is measured: ops that cannot be set up (no kernel image, cuBLASLt) fail
+  // the run before it has results to lose.
+  const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
+  // What will really run: skipped cases and modes are only listed in the table.
   std::vector<std::string> work;
   if (!specs.empty() || !plan) {
     const std::size_t measured = microbench::measurements_to_run(specs, options.benchmark_args);
@@ -311,13 +314,16 @@ int run_benchmarks(const RunOptions& options) {
     work.push_back(fmt::format("{} measurement{}{}", measured, measured == 1 ? "" : "s",
                                skipped ? fmt::format(" ({} case{} skipped)", skipped, skipped == 1 ? "" : "s") : ""));
   }
-  if (plan) work.push_back(fmt::format("{} training mode{}", plan->modes.size(), plan->modes.size() == 1 ? "" : "s"));
+  if (plan) {
+    const auto skipped = static_cast<std::size_t>(std::count_if(
+        plan->modes.begin(), plan->modes.end(), [&](amp::Mode mode) { return bool(workloads::mode_skip_reason(*plan, *ops, mode)); }));
+    const std::size_t trained = plan->modes.size() - skipped;
+    work.push_back(fmt::format("{} training mode{}{}", trained, trained == 1 ? "" : "s",
+                               skipped ? fmt::format(" ({} skipped)", skipped) : ""));
+  }
   fmt::print(stderr, "mpbench: {} on {} ({})\n", fmt::join(work, " and "), backend.device().name,
              backend.device().backend);
   print_capability_notes(backend, gemms_run);
-  // Made before anything is measured: ops that cannot be set up (no kernel image, cuBLASLt) fail
-  // the run before it has results to lose.
-  const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
   install_interrupt_handler();
   microbench::RunOutcome outcome;
   bool benchmark_out_lost = false;

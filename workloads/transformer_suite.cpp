@@ -660,7 +660,6 @@ std::filesystem::path trace_path_for(const std::string& trace_file, amp::Mode mo
   return path;
 }
 
-// Why `mode` cannot run on these ops with the attention it would get, or nothing.
 std::optional<std::string> mode_skip_reason(const TransformerPlan& plan, TransformerOps<float>& ops, amp::Mode mode) {
   if (auto reason = unsupported_mode(ops, mode)) return reason;
   return ops.attention_unsupported(choose_attention(plan, ops, mode).kernels, gemm_precision(mode), attention_dims(plan));

@@ -105,6 +105,10 @@ struct TransformerOutcome {
   bool interrupted = false;
 };
 
+// Why `mode` cannot run on `ops` with the attention kernels the plan gives it (then a skipped case),
+// or nothing.
+std::optional<std::string> mode_skip_reason(const TransformerPlan& plan, TransformerOps<float>& ops, amp::Mode mode);
+
 // Trains every mode of the plan on `ops`. A mode the ops cannot run (in the plan's attention
 // kernels, when they are set) is a skipped case with the reason; one that fails (out of memory, a NaN loss without loss scaling) is an error case, and the
 // next mode still runs. With plan.profile_steps, each mode then runs that many steps under the
