@@ -60,17 +60,17 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "native", "converted"}))->capture_default_str();
   auto* noise = cmd->add_option("--max-noise", *max_noise, "stop sampling once stddev/mean is below this (default 0.005; --quick 0.02)")->check(kPositive);
   auto* mintime = cmd->add_option("--min-time", *min_time, "seconds of device time to accumulate per case at least (default 0.5; --quick 0.05)")->check(kPositive);
-  auto* limit = cmd->add_option("--timeout", *timeout, "wall-clock seconds per case at most (default 15; --quick 0.5)")->check(kPositive);
+  auto* limit = cmd->add_option("--timeout", *timeout, "wall-clock seconds per case at most (default 15; --quick 0.25)")->check(kPositive);
   auto& t = o->transformer;
   const std::string training = "Transformer training";
   cmd->add_option("--config", t.config,
                   fmt::format("model config: {} (default: small on a CPU, gpt2-124m on a GPU)",
                               fmt::join(workloads::config_names(), ", ")))->group(training);
-  cmd->add_option("--batch", t.batch, "sequences per micro-batch (default: 4 for tiny/small, 8 for GPT-2 sizes on a GPU, 1 on a CPU)")
+  cmd->add_option("--batch", t.batch, "sequences per micro-batch (default: 4 for tiny/small, 8 for GPT-2 sizes on a GPU, 1 on a CPU; --quick on a CPU without --config 2)")
       ->check(kPositive)->group(training);
-  cmd->add_option("--seq", t.seq_len, "tokens per sequence (default: the config's context length)")
+  cmd->add_option("--seq", t.seq_len, "tokens per sequence (default: the config's context length; --quick on a CPU without --config 128)")
       ->check(kPositive)->group(training);
-  cmd->add_option("--steps", t.steps, "optimizer steps per mode (default 30; --quick 10)")->check(kPositive)->group(training);
+  cmd->add_option("--steps", t.steps, "optimizer steps per mode (default 30; --quick 10, on a CPU without --config 6)")->check(kPositive)->group(training);
   cmd->add_option("--warmup-steps", t.warmup_steps, "first steps left out of the step-time statistics (default: steps/5, at least 1)")
       ->check(kNonNegative)->group(training);
   cmd->add_option("--micro-batches", t.micro_batches, "gradient accumulation: micro-batches per optimizer step")

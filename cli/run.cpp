@@ -254,6 +254,7 @@ int run_benchmarks(const RunOptions& options) {
   const cpu::CpuOptions cpu_options{cpu::parse_gemm_path_choice(options.cpu_gemm)};
   workloads::TransformerSuiteOptions transformer_options = options.transformer;
   transformer_options.quick = options.quick;
+  transformer_options.max_noise = sampler_config(options).max_noise;
   transformer_options.modes = transformer_modes(options.precisions);
   const bool run_transformer = transformer && (options.precisions.empty() || !transformer_options.modes.empty());
   std::vector<GemmShape> shapes;
@@ -302,7 +303,10 @@ int run_benchmarks(const RunOptions& options) {
     throw UsageError(fmt::format("no case matches --filter '{}': see `mpbench list`", options.filter));
   microbench::check_benchmark_filter(specs, options.benchmark_args);
 
-  // What will really run: skipped cases are only listed in the table.
+  // Made before anything is measured: ops that cannot be set up (no kernel image, cuBLASLt) fail
+  // the run before it has results to lose.
+  const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
+  // What will really run: skipped cases and modes are only listed in the table.
   std::vector<std::string> work;
   if (!specs.empty() || !plan) {
     const std::size_t measured = microbench::measurements_to_run(specs, options.benchmark_args);
@@ -310,13 +314,16 @@ int run_benchmarks(const RunOptions& options) {
     work.push_back(fmt::format("{} measurement{}{}", measured, measured == 1 ? "" : "s",
                                skipped ? fmt::format(" ({} case{} skipped)", skipped, skipped == 1 ? "" : "s") : ""));
   }
-  if (plan) work.push_back(fmt::format("{} training mode{}", plan->modes.size(), plan->modes.size() == 1 ? "" : "s"));
+  if (plan) {
+    const auto skipped = static_cast<std::size_t>(std::count_if(
+        plan->modes.begin(), plan->modes.end(), [&](amp::Mode mode) { return bool(workloads::mode_skip_reason(*plan, *ops, mode)); }));
+    const std::size_t trained = plan->modes.size() - skipped;
+    work.push_back(fmt::format("{} training mode{}{}", trained, trained == 1 ? "" : "s",
+                               skipped ? fmt::format(" ({} skipped)", skipped) : ""));
+  }
   fmt::print(stderr, "mpbench: {} on {} ({})\n", fmt::join(work, " and "), backend.device().name,
              backend.device().backend);
   print_capability_notes(backend, gemms_run);
-  // Made before anything is measured: ops that cannot be set up (no kernel image, cuBLASLt) fail
-  // the run before it has results to lose.
-  const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
   install_interrupt_handler();
   microbench::RunOutcome outcome;
   bool benchmark_out_lost = false;
@@ -324,6 +331,7 @@ int run_benchmarks(const RunOptions& options) {
     const auto case_profiler = profile ? microbench::make_case_profiler(backend.device(), print_line) : nullptr;
     outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, progress_printer(),
                                     case_profiler.get());
+    specs.clear();  // and with them the arrays their cases share (the bandwidth suite's), before training
     if (const auto problem = microbench::benchmark_out_problem(options.benchmark_args)) {
       fmt::print(stderr, "mpbench: error: {}; mpbench's own document is written as usual\n", *problem);
       benchmark_out_lost = true;

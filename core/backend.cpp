@@ -17,6 +17,8 @@ nlohmann::json DeviceInfo::to_json() const {
           {"multiprocessors", multiprocessors},
           {"memory_bytes", memory_bytes},
           {"l2_bytes", l2_bytes},
+          {"usable_cache_bytes", usable_cache_bytes},
+          {"usable_cache_basis", usable_cache_basis},
           {"sm_clock_mhz", sm_clock_mhz},
           {"memory_clock_mhz", memory_clock_mhz},
           {"memory_bus_bits", memory_bus_bits}};

@@ -25,7 +25,12 @@ struct DeviceInfo {
   int compute_capability_minor = 0;
   int multiprocessors = 0;          // SMs, or logical CPU cores
   std::uint64_t memory_bytes = 0;   // device memory, or host RAM
-  std::uint64_t l2_bytes = 0;       // GPU L2, or the CPU's last-level cache
+  std::uint64_t l2_bytes = 0;       // GPU L2, or the CPU's last-level cache (as reported)
+  // The cache the run's threads can fill (GPU: the L2; CPU: every level, see
+  // backends/reference/host_caches.hpp): what a flush overwrites twice over and what the bandwidth
+  // sweep is centred on. The basis says how it was counted.
+  std::uint64_t usable_cache_bytes = 0;
+  std::string usable_cache_basis;
   double sm_clock_mhz = 0;          // maximum clock the driver reports
   double memory_clock_mhz = 0;
   int memory_bus_bits = 0;

@@ -59,9 +59,10 @@ Suite gemm_suite();
 Suite bandwidth_suite();
 Suite cast_suite();
 
-// The bandwidth suite's elements per array: powers of two from 1/8 to 8 times the cache (as fp32;
-// --quick: 1/8, 1 and 8 times), each at most what keeps the largest case's three fp32 arrays within
-// half the device's memory (a CPU's last-level cache can be hundreds of MiB).
+// The bandwidth suite's elements per array: powers of two from 1/8 to 8 times the cache the run can
+// fill (DeviceInfo::usable_cache_bytes, as fp32; --quick: 1/8, 1 and 8 times, on a CPU 1/8 and 2
+// times), each at most what keeps the largest case's three fp32 arrays within half the device's
+// memory (a CPU's last-level cache can be hundreds of MiB).
 std::vector<std::int64_t> bandwidth_sweep_elements(const DeviceInfo& device, bool quick);
 
 // Measures `op` with the sampler, then hands it to `profiler` when there is one: the finished case,

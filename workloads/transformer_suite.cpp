@@ -463,19 +463,29 @@ void fill_profile(const TransformerPlan& plan, amp::Mode mode, const ProfiledSte
   c.details["profile"] = std::move(profile);
 }
 
+// A mode trains a fixed number of steps, noisy or not; whether its timed steps spread within the
+// run's noise target is recorded as the sampler records it (compare and explain read it alike).
+// The warm-up is kept even when one step is left to time (--steps 2): the first steps pay for
+// first-touch allocation and are many times slower. One timed step has no spread.
+nlohmann::json step_measurement(const TransformerPlan& plan, const Statistics& steps) {
+  if (steps.values.size() < 2)
+    return {{"converged", false},
+            {"stop_reason", fmt::format("one timed step after {} warm-up step(s): no spread; use --steps {} or more",
+                                        plan.timing_warmup, plan.timing_warmup + 2)}};
+  const double noise = steps.relative_spread();
+  const bool met = noise <= plan.max_noise;
+  return {{"converged", met},
+          {"stop_reason", fmt::format("{} timed steps after {} warm-up step(s), a fixed count: noise {:.2f}% {} {:.2f}%",
+                                      steps.values.size(), plan.timing_warmup, 100 * noise, met ? "<=" : ">",
+                                      100 * plan.max_noise)}};
+}
+
 void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run, const DeviceInfo& device,
                   std::optional<double> entropy_floor, CaseResult& c) {
   std::vector<double> step_seconds;
   for (std::size_t i = plan.timing_warmup; i < run.records.size(); ++i) step_seconds.push_back(run.records[i].seconds);
   c.seconds = Statistics::of(step_seconds);
-  // The warm-up is kept even when one step is left to time (--steps 2): the first steps pay for
-  // first-touch allocation and are many times slower. One timed step has no spread: marked as the
-  // sampler marks a case stopped short of its noise target, which compare and explain read.
-  if (step_seconds.size() < 2)
-    c.details["measurement"] = {{"converged", false},
-                                {"stop_reason", fmt::format("one timed step after {} warm-up step(s): no spread; "
-                                                            "use --steps {} or more", plan.timing_warmup,
-                                                            plan.timing_warmup + 2)}};
+  c.details["measurement"] = step_measurement(plan, *c.seconds);
   const double tokens_per_step = double(plan.train.batch) * plan.train.seq_len * plan.train.micro_batches;
   const double flops_per_token = flops_per_token_llmc(plan.config, plan.train.seq_len);
   const double tflops = flops_per_token * tokens_per_step / c.seconds->median / 1e12;
@@ -584,9 +594,19 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
     throw UsageError(fmt::format("--checkpoint-in {} holds a {} model, not {}: drop --config or pick {}",
                                  options.checkpoint_in, start->config.name, plan.config.name, start->config.name));
   }
-  plan.train.batch = options.batch > 0 ? options.batch : default_batch(plan.config, device);
-  plan.train.seq_len = options.seq_len > 0 ? options.seq_len : plan.config.max_seq;
-  plan.train.steps = options.steps > 0 ? options.steps : (options.quick ? 10 : 30);
+  const bool quick_cpu = options.quick && on_cpu(device) && options.config.empty() && !start;
+  plan.train.batch = options.batch > 0 ? options.batch : quick_cpu ? kQuickCpu.batch : default_batch(plan.config, device);
+  plan.train.seq_len = options.seq_len > 0 ? options.seq_len
+                       : quick_cpu         ? std::min(kQuickCpu.seq_len, plan.config.max_seq)
+                                           : plan.config.max_seq;
+  plan.train.steps = options.steps > 0 ? options.steps : quick_cpu ? kQuickCpu.steps : (options.quick ? 10 : 30);
+  if (quick_cpu)
+    plan.quick_note = fmt::format("--quick on a CPU: batch {}, {} tokens, {} steps (a standard run's defaults: {}, {}, 30)",
+                                  plan.train.batch, plan.train.seq_len, plan.train.steps,
+                                  default_batch(plan.config, device), plan.config.max_seq);
+  if (!(options.max_noise > 0))
+    throw UsageError(fmt::format("the noise target must be positive, got {}", options.max_noise));
+  plan.max_noise = options.max_noise;
   plan.train.micro_batches = options.micro_batches;
   plan.train.warmup_steps = std::max(1, plan.train.steps / 10);  // learning-rate warm-up
   plan.train.seed = options.seed;
@@ -646,7 +666,6 @@ std::filesystem::path trace_path_for(const std::string& trace_file, amp::Mode mo
   return path;
 }
 
-// Why `mode` cannot run on these ops with the attention it would get, or nothing.
 std::optional<std::string> mode_skip_reason(const TransformerPlan& plan, TransformerOps<float>& ops, amp::Mode mode) {
   if (auto reason = unsupported_mode(ops, mode)) return reason;
   return ops.attention_unsupported(choose_attention(plan, ops, mode).kernels, gemm_precision(mode), attention_dims(plan));
@@ -684,6 +703,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
                                                 : nlohmann::json{{"kind", "file"}, {"path", plan.data_file}}},
                 {"tensor_cores", tensor_core_policy_name(plan.tensor_cores)}};
     if (!plan.checkpoint_in.empty()) c.params["checkpoint_in"] = plan.checkpoint_in;
+    if (!plan.quick_note.empty()) c.details["quick"] = plan.quick_note;
     c.details["implementation"] = ops.implementation();
     c.details["policy"] = std::string(amp::policy(mode).summary);
     c.details["gemm_path"] = gemm_path_json(ops.gemm_capability(gemm_precision(mode)));
@@ -719,7 +739,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
                              "(details.profile.status is \"unprofiled\")",
                              run.profiled->unprofiled_reason));
       fill_metrics(mode_plan, mode, run, device, floor, c);
-      if (c.details.contains("measurement"))
+      if (c.seconds->values.size() < 2)
         progress(fmt::format("transformer {} {}: note: {}", c.name, c.precision,
                              c.details["measurement"]["stop_reason"].get<std::string>()));
       if (const auto profile = c.details.find("profile"); profile != c.details.end() && profile->contains("trace_error"))

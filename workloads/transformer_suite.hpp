@@ -29,9 +29,9 @@ inline constexpr const char* kTransformerSuiteDescription =
 struct TransformerSuiteOptions {
   std::string config;            // empty: "small" on a CPU, "gpt2-124m" on a GPU
   int vocab_pad = 64;
-  int batch = 0;                 // 0: the default for the config and device
-  int seq_len = 0;               // 0: the config's max_seq
-  int steps = 0;                 // 0: 30, or 10 with quick
+  int batch = 0;                 // 0: the default for the config and device (see kQuickCpu)
+  int seq_len = 0;               // 0: the config's max_seq (see kQuickCpu)
+  int steps = 0;                 // 0: 30, or 10 with quick (see kQuickCpu)
   int warmup_steps = -1;         // steps left out of the timing statistics; -1: steps / 5, at least 1
   int micro_batches = 1;
   std::vector<amp::Mode> modes;  // empty: fp32, tf32, amp-fp16, amp-bf16, bf16
@@ -44,10 +44,19 @@ struct TransformerSuiteOptions {
   std::uint64_t seed = 1;
   float max_lr = 6e-4f;          // peak learning rate (GPT-2's); the cosine decays to a tenth of it
   bool quick = false;
+  double max_noise = 0.005;      // the run's noise target (SamplerConfig::max_noise): see TransformerPlan
   bool profile = false;          // profile a few extra steps per mode (details.profile, breakdown)
   std::string trace_file;        // Chrome trace of each mode's profiled steps (implies profile)
   bool counters = false;         // GPU: count every kernel's tensor pipe % in one more step (implies profile)
 };
+
+// --quick on a CPU without --config or --checkpoint-in: the default model (small) at a quarter of
+// its tokens per step, for fewer steps, each unless given (a quick run of small_b4_t256's 10
+// steps in each of four modes took most of a quick CPU run).
+struct QuickCpuDefaults {
+  int batch, seq_len, steps;
+};
+inline constexpr QuickCpuDefaults kQuickCpu{2, 128, 6};
 
 // Steps profiled per mode after the timed ones (when asked).
 inline constexpr int kProfiledSteps = 3;
@@ -58,6 +67,11 @@ struct TransformerPlan {
   GptConfig config;
   TrainOptions train;
   int timing_warmup = 1;
+  // A mode whose timed steps spread (stddev/mean) within this met the run's noise target
+  // (details.measurement.converged); the steps are a fixed number either way.
+  double max_noise = 0.005;
+  // What --quick changed from the defaults (kQuickCpu), for details.quick; empty when nothing.
+  std::string quick_note;
   std::vector<amp::Mode> modes;
   std::string data_file;
   std::string checkpoint_in, checkpoint_out;
@@ -90,6 +104,10 @@ struct TransformerOutcome {
   std::vector<CaseResult> cases;  // one per mode, finished modes only when interrupted
   bool interrupted = false;
 };
+
+// Why `mode` cannot run on `ops` with the attention kernels the plan gives it (then a skipped case),
+// or nothing.
+std::optional<std::string> mode_skip_reason(const TransformerPlan& plan, TransformerOps<float>& ops, amp::Mode mode);
 
 // Trains every mode of the plan on `ops`. A mode the ops cannot run (in the plan's attention
 // kernels, when they are set) is a skipped case with the reason; one that fails (out of memory, a NaN loss without loss scaling) is an error case, and the

@@ -95,7 +95,7 @@ nlohmann::json or_null(const std::optional<T>& value) {
 
 CudaBackend::CudaBackend(std::shared_ptr<CudaDevice> device)
     : device_(std::move(device)),
-      flush_bytes_(2 * device_->info().l2_bytes),
+      flush_bytes_(2 * device_->info().usable_cache_bytes),
       flush_buffer_(device_->allocate(flush_bytes_, "the L2 flush buffer", kRemedy)) {}
 
 // The flush buffer must outlive a memset still in flight.

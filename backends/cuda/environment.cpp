@@ -114,6 +114,8 @@ DeviceInfo query_device(int index) {
   info.multiprocessors = properties.multiProcessorCount;
   info.memory_bytes = properties.totalGlobalMem;
   info.l2_bytes = static_cast<std::uint64_t>(properties.l2CacheSize);
+  info.usable_cache_bytes = info.l2_bytes;  // one kernel's blocks reach the whole L2
+  info.usable_cache_basis = "the GPU's L2";
   info.memory_bus_bits = properties.memoryBusWidth;
   // CUDA 13 dropped the clock fields of cudaDeviceProp; the attributes remain (kHz).
   info.sm_clock_mhz = attribute(cudaDevAttrClockRate, index) / 1000.0;

@@ -10,9 +10,11 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <omp.h>
 
 #include "amp/formats.hpp"
 #include "backends/elementwise.hpp"
+#include "backends/reference/host_caches.hpp"
 #include "backends/reference/host_memory.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
@@ -22,18 +24,8 @@ namespace mpbench::reference {
 
 namespace {
 
-std::uint64_t last_level_cache_bytes() {
-  std::uint64_t best = 0;
-  for (int index = 0; index < 8; ++index) {
-    std::ifstream in(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", index));
-    std::string text;
-    if (!(in >> text)) continue;
-    std::uint64_t value = std::strtoull(text.c_str(), nullptr, 10);
-    if (text.back() == 'K') value <<= 10;
-    if (text.back() == 'M') value <<= 20;
-    best = std::max(best, value);
-  }
-  return best ? best : (32ull << 20);
+std::uint64_t last_level_cache_bytes(const std::vector<host::CacheLevel>& levels) {
+  return levels.empty() ? (32ull << 20) : levels.back().bytes;
 }
 
 class HostTimer : public DeviceTimer {
@@ -119,7 +111,12 @@ ReferenceBackend::ReferenceBackend(bool parallel_loops) : parallel_loops_(parall
   info_.name = cpu.model;
   info_.multiprocessors = cpu.logical_cores;
   info_.memory_bytes = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
-  info_.l2_bytes = last_level_cache_bytes();
+  const auto levels = host::read_cache_levels();
+  info_.l2_bytes = last_level_cache_bytes(levels);
+  const host::UsableCache usable =
+      host::usable_cache(levels, parallel_loops_ ? omp_get_max_threads() : 1, info_.multiprocessors);
+  info_.usable_cache_bytes = usable.bytes;
+  info_.usable_cache_basis = usable.basis;
 }
 
 DeviceBuffer ReferenceBackend::allocate(DType dtype, std::size_t count) {
@@ -149,12 +146,17 @@ void ReferenceBackend::download(void* host, const DeviceBuffer& source, std::siz
   std::memcpy(host, source.data(), bytes);
 }
 
+// Twice the cache the run's threads can fill, written by those threads (with parallel loops), so
+// that each core's private caches are overwritten too.
 void ReferenceBackend::flush_cache() {
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
   if (!flush_buffer_) {
-    flush_bytes_ = 2 * info_.l2_bytes;
+    flush_bytes_ = (2 * info_.usable_cache_bytes + kChunk - 1) / kChunk * kChunk;
     flush_buffer_ = std::make_unique<unsigned char[]>(flush_bytes_);
   }
-  std::memset(flush_buffer_.get(), static_cast<int>(flush_bytes_ & 0x7f), flush_bytes_);
+  host::for_each_index(flush_bytes_ / kChunk, parallel_loops_, [&](std::size_t chunk) {
+    std::memset(flush_buffer_.get() + chunk * kChunk, static_cast<int>(flush_bytes_ & 0x7f), kChunk);
+  });
 }
 
 std::unique_ptr<DeviceTimer> ReferenceBackend::make_timer() { return std::make_unique<HostTimer>(); }

@@ -108,6 +108,8 @@ TEST_F(CliRun, ListShowsEverySuite) {
 TEST_F(CliRun, ListShowsTheTransformersModesWithTheirGemmPath) {
   const Invocation r = run_mpbench({"list", "--device", "cpu", "--quick", "--suite", "gemm,transformer"}, folder_);
   ASSERT_EQ(r.status, 0) << r.err;
+  // --quick on a CPU without --config: the default model at a quarter of its tokens, 6 steps.
+  EXPECT_NE(r.out.find("case small_b2_t128 (6 steps)"), std::string::npos) << r.out;
   ASSERT_NE(r.out.find("gemm/"), std::string::npos) << r.out;
   EXPECT_LT(r.out.find("gemm/"), r.out.find("transformer/"));
   EXPECT_EQ(r.out.find("bandwidth/"), std::string::npos) << r.out;
@@ -120,11 +122,11 @@ TEST_F(CliRun, ListShowsTheTransformersModesWithTheirGemmPath) {
       {"bf16", "bf16 GEMMs " + bf16_path},
       {"fp8", "fp8-e4m3 GEMMs unsupported, skipped: the Transformer workload has no fp8 GEMM path"}};
   for (const auto& [mode, note] : expected)
-    EXPECT_NE(listed_line(r.out, "transformer/small_b4_t256/" + mode).find(note), std::string::npos) << mode << "\n" << r.out;
+    EXPECT_NE(listed_line(r.out, "transformer/small_b2_t128/" + mode).find(note), std::string::npos) << mode << "\n" << r.out;
   const auto others = r.out.find("in a run only when --precision names them (fp8):");
   ASSERT_NE(others, std::string::npos) << r.out;
-  EXPECT_LT(r.out.find("transformer/small_b4_t256/bf16 "), others);
-  EXPECT_GT(r.out.find("transformer/small_b4_t256/fp8 "), others);
+  EXPECT_LT(r.out.find("transformer/small_b2_t128/bf16 "), others);
+  EXPECT_GT(r.out.find("transformer/small_b2_t128/fp8 "), others);
 }
 
 TEST_F(CliRun, ListTakesTheSuiteListsRunTakesAndShowsTheCapabilityTableFirst) {
@@ -139,8 +141,8 @@ TEST_F(CliRun, ListTakesTheSuiteListsRunTakesAndShowsTheCapabilityTableFirst) {
   EXPECT_LT(table, r.out.find("transformer/"));
   for (const char* line : {"bf16        converted    --cpu-gemm converted", "tf32        unsupported", "fp32        native"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
-  EXPECT_NE(listed_line(r.out, "transformer/small_b4_t256/bf16").find("bf16 GEMMs converted"), std::string::npos) << r.out;
-  EXPECT_NE(listed_line(r.out, "transformer/small_b4_t256/fp32").find("fp32 GEMMs native"), std::string::npos) << r.out;
+  EXPECT_NE(listed_line(r.out, "transformer/small_b2_t128/bf16").find("bf16 GEMMs converted"), std::string::npos) << r.out;
+  EXPECT_NE(listed_line(r.out, "transformer/small_b2_t128/fp32").find("fp32 GEMMs native"), std::string::npos) << r.out;
 }
 
 // --precision's help names each suite's precisions, the transformer's fp8 mode among them.

@@ -45,7 +45,23 @@ TEST(Measure, StopsAtTheTimeoutWhenNoiseNeverSettles) {
   int i = 0;
   const Measurement m = measure(backend, [&] { std::this_thread::sleep_for(std::chrono::microseconds(100 * (1 + (++i % 3)))); }, c);
   EXPECT_FALSE(m.converged);
-  EXPECT_NE(m.stop_reason.find("timeout"), std::string::npos);
+  EXPECT_NE(m.stop_reason.find("timeout 0.2 s reached before the noise target"), std::string::npos) << m.stop_reason;
+  EXPECT_NE(m.stop_reason.find("% > 0.00%"), std::string::npos) << m.stop_reason;
+}
+
+TEST(Measure, ATimeoutSaysWhatTheCaseLacked) {
+  reference::ReferenceBackend backend;
+  SamplerConfig c = fast_config();
+  c.min_samples = 100000;  // out of reach in the time allowed, whatever the noise
+  c.min_time_s = 1000;
+  c.timeout_s = 0.05;
+  const Measurement m = measure(backend, [] { std::this_thread::sleep_for(std::chrono::microseconds(500)); }, c);
+  EXPECT_FALSE(m.converged);
+  const int samples = static_cast<int>(m.seconds_per_op.values.size());
+  EXPECT_NE(m.stop_reason.find(std::to_string(samples) + " samples < 100000"), std::string::npos) << m.stop_reason;
+  EXPECT_NE(m.stop_reason.find("s measured < 1000 s"), std::string::npos) << m.stop_reason;
+  EXPECT_NE(m.stop_reason.find("noise "), std::string::npos) << m.stop_reason;
+  EXPECT_NE(m.stop_reason.find(" 2.00%"), std::string::npos) << m.stop_reason;  // quick's target
 }
 
 TEST(Measure, InterruptStopsTheSampler) {

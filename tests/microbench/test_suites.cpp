@@ -105,7 +105,7 @@ TEST(GemmSuite, PrecisionOptionSelects) {
 
 TEST(BandwidthSuite, SweepCrossesTheCache) {
   auto cpu = cpu::make_backend();
-  const double cache = static_cast<double>(cpu->device().l2_bytes);
+  const double cache = static_cast<double>(cpu->device().usable_cache_bytes);
   double smallest = 1e30, largest = 0;
   for (const auto& c : cases_of("bandwidth", *cpu))
     if (c.params["kernel"] == "triad" && c.precision == "fp32") {
@@ -120,6 +120,7 @@ DeviceInfo device_with(std::uint64_t cache_bytes, std::uint64_t memory_bytes, st
   DeviceInfo device;
   device.backend = std::move(backend);
   device.l2_bytes = cache_bytes;
+  device.usable_cache_bytes = cache_bytes;
   device.memory_bytes = memory_bytes;
   return device;
 }
@@ -143,6 +144,49 @@ TEST(BandwidthSuite, SweepStopsWhereThreeArraysWouldTakeHalfTheMemory) {
   EXPECT_EQ(bandwidth_sweep_elements(small, true), (std::vector<std::int64_t>{1 << 24, 1 << 25}));
 }
 
+// What the microbenchmark suites plan, counted (not timed): the cases that will be measured, the
+// FLOPs and bytes of one launch of each.
+struct PlannedWork {
+  int cases = 0;
+  double flops = 0, bytes = 0;
+};
+
+PlannedWork planned_work(Backend& backend, bool quick) {
+  SuiteOptions options;
+  options.quick = quick;
+  PlannedWork work;
+  for (const auto& suite : suites())
+    for (const auto& c : suite.cases(backend, options)) {
+      if (c.skip_reason) continue;
+      ++work.cases;
+      work.flops += c.params.value("flops", 0.0);
+      work.bytes += c.params.value("bytes", 0.0);
+    }
+  return work;
+}
+
+TEST(QuickPlan, IsSmallOnACpu) {
+  auto cpu = cpu::make_backend();
+  const PlannedWork quick = planned_work(*cpu, true), standard = planned_work(*cpu, false);
+  // The sampler stops a case at its timeout (with 3 samples in): the cases' sampling budget
+  // together, of a quick run's 90 s on 2 cores.
+  EXPECT_LE(quick.cases * SamplerConfig::quick().timeout_s, 25.0) << quick.cases << " cases";
+  EXPECT_LE(quick.cases, standard.cases * 3 / 5);
+  EXPECT_LE(quick.flops, 1.5e11);  // one launch of every GEMM; a case runs about 7
+  EXPECT_LE(quick.flops, standard.flops / 6);
+  EXPECT_LE(quick.bytes, standard.bytes / 4);
+  // The bandwidth arrays on this project's VM (100 MiB of cache its 2 threads fill, 23.5 GiB): at
+  // most 1 GiB for the largest case, 2 GiB filled in all (one set per size and dtype).
+  const auto vm = device_with(104955904, 23500ull << 20, "cpu");
+  const auto sizes = bandwidth_sweep_elements(vm, true);
+  double filled = 0;
+  for (const std::int64_t n : sizes) filled += 3.0 * (4 + 2 + 2) * static_cast<double>(n);
+  EXPECT_LE(3.0 * 4 * static_cast<double>(sizes.back()), double(1ull << 30));
+  EXPECT_LE(filled, double(2ull << 30));
+  EXPECT_LT(static_cast<double>(sizes.front()) * 4, 104955904.0 / 4) << "a size inside the cache";
+  EXPECT_GT(static_cast<double>(sizes.back()) * 4, 104955904.0) << "a size beyond it";
+}
+
 TEST(BandwidthSuite, BytesAreReadPlusWritten) {
   auto cpu = cpu::make_backend();
   for (const auto& c : cases_of("bandwidth", *cpu)) {
@@ -153,6 +197,64 @@ TEST(BandwidthSuite, BytesAreReadPlusWritten) {
       EXPECT_DOUBLE_EQ(c.params["bytes"].get<double>(), 2.0 * 4 * c.params["elements"].get<double>());
     }
   }
+}
+
+// The reference loops on a device of a 64 KiB cache (the sweep's smallest: 2^16 fp32 elements),
+// counting the buffers it hands out and the fills.
+class CountingBackend final : public reference::ReferenceBackend {
+ public:
+  CountingBackend() { info_.usable_cache_bytes = 64 << 10; }
+  DeviceBuffer allocate(DType dtype, std::size_t count) override {
+    ++live;
+    return ReferenceBackend::allocate(dtype, count);
+  }
+  void release(void* data) noexcept override {
+    --live;
+    ReferenceBackend::release(data);
+  }
+  void fill_uniform(DeviceBuffer& buffer, std::uint64_t seed, float lo, float hi) override {
+    ++fills;
+    ReferenceBackend::fill_uniform(buffer, seed, lo, hi);
+  }
+  int live = 0, fills = 0;
+};
+
+TEST(BandwidthSuite, CasesOfOneSizeAndDtypeShareTheirFilledArrays) {
+  CountingBackend backend;
+  SuiteOptions quick;
+  quick.quick = true;
+  SamplerConfig config = SamplerConfig::quick();
+  config.timeout_s = 0.01;
+  std::set<std::pair<std::int64_t, std::string>> sets;
+  int stream_cases = 0;
+  for (const auto& c : cases_of("bandwidth", backend, quick)) {
+    if (c.params["kernel"] == "h2d_pinned" || c.params["kernel"] == "d2h_pinned") continue;
+    const CaseResult r = c.measure(backend, config, nullptr);
+    EXPECT_GT(r.rates["gbps"].get<double>(), 0) << c.id();
+    sets.insert({c.params["elements"].get<std::int64_t>(), c.precision});
+    ++stream_cases;
+  }
+  const auto sizes = static_cast<int>(bandwidth_sweep_elements(backend.device(), true).size());
+  EXPECT_EQ(sets.size(), 3u * sizes);  // three dtypes per size
+  EXPECT_EQ(stream_cases, sizes * (1 + 5 * 3));  // memcpy and five kernels in three dtypes per size
+  EXPECT_EQ(backend.fills, 2 * static_cast<int>(sets.size()));  // a and b of each set, once
+  EXPECT_EQ(backend.live, 0);  // released after each size's last case
+}
+
+TEST(BandwidthSuite, AFilteredRunReleasesItsArraysWithTheCases) {
+  CountingBackend backend;
+  SuiteOptions fp16;
+  fp16.quick = true;
+  fp16.precisions = {"fp16"};
+  SamplerConfig config = SamplerConfig::quick();
+  config.timeout_s = 0.01;
+  {
+    const auto cases = cases_of("bandwidth", backend, fp16);
+    ASSERT_FALSE(cases.empty());
+    cases.front().measure(backend, config, nullptr);  // not the size's last: its arrays stay for the rest
+    EXPECT_GT(backend.live, 0);
+  }
+  EXPECT_EQ(backend.live, 0);
 }
 
 TEST(CastSuite, Fp8CastCountsItsAmaxPass) {

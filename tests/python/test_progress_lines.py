@@ -26,6 +26,7 @@ def test_progress_counts_what_runs_with_its_clock(tmp_path):
     start = next(l for l in lines if l.startswith("mpbench: ") and "training mode" in l)
     skipped = sum(c["suite"] == "cast" and c["status"] == "skipped" for c in cases)
     assert f"{len(measured)} measurement" in start and (f"({skipped} case" in start if skipped else True), start
+    assert "and 2 training modes (1 skipped) on " in start, start  # tf32's
 
     steps = [re.match(r"\[(\d+)/(\d+) (\d+ s|\d+ min \d\d s)(, about (.+) left)?\] cast/", l) for l in lines]
     steps = [m for m in steps if m]

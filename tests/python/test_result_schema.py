@@ -42,6 +42,21 @@ def test_real_run_has_skips_with_reasons_and_speedups(document):
     assert any(s["suite"] == "transformer" and s["precision"] == "amp-bf16" for s in document["speedups"])
 
 
+def test_a_quick_run_says_so_and_whether_each_case_converged(document):
+    """A --quick run is a smoke run: its document says quick, and every case it measured says
+    whether it met the noise target and why it stopped (the sampler's reason, or the transformer's
+    fixed step count)."""
+    assert document["run"]["quick"] is True
+    measured = [c for c in document["cases"] if c["status"] == "ok"]
+    assert {c["suite"] for c in measured} == {"gemm", "bandwidth", "cast", "transformer"}
+    for case in measured:
+        measurement = case["details"]["measurement"]
+        assert isinstance(measurement["converged"], bool), case["name"]
+        assert isinstance(measurement["stop_reason"], str) and measurement["stop_reason"], case["name"]
+        target = f"{100 * document['run']['sampler']['max_noise']:.2f}%"
+        assert target in measurement["stop_reason"] or "no spread" in measurement["stop_reason"], measurement
+
+
 def test_every_ok_case_has_several_samples(document):
     for case in document["cases"]:
         if case["status"] == "ok":
@@ -72,7 +87,8 @@ def test_schema_rejects_no_samples_and_unknown_status(document):
 @pytest.mark.parametrize("steps, timed", [(2, 1), (3, 2)])
 def test_a_tiny_run_validates_reports_and_says_when_one_step_was_timed(tmp_path, report, steps, timed):
     """The shortest transformer runs: --steps 2 keeps its warm-up step and times one step, which
-    has no spread and is marked unconverged; report.py draws either."""
+    has no spread and is marked unconverged; more steps are converged when they spread within the
+    run's noise target; report.py draws either."""
     out = tmp_path / "tiny.json"
     done = subprocess.run([str(BINARY), "run", "--suite", "transformer", "--device", "cpu", "--config", "tiny",
                            "--steps", str(steps), "--precision", "fp32,amp-bf16", "--out", str(out)],
@@ -83,8 +99,10 @@ def test_a_tiny_run_validates_reports_and_says_when_one_step_was_timed(tmp_path,
     for case in doc["cases"]:
         stats = case["metrics"]["seconds"]
         assert stats["samples"] == timed == len(stats["values"]), stats
-        unconverged = case["details"].get("measurement", {}).get("converged") is False
-        assert unconverged == (timed == 1), case["details"].get("measurement")
+        measurement = case["details"]["measurement"]
+        within_target = timed > 1 and stats["stddev"] / stats["mean"] <= doc["run"]["sampler"]["max_noise"]
+        assert measurement["converged"] is within_target, measurement
+        assert ("a fixed count" in measurement["stop_reason"]) == (timed > 1), measurement
         assert (f"{case['precision']}: note: one timed step" in done.stderr) == (timed == 1), done.stderr
     assert report.main([str(out), "-o", str(tmp_path / "report")]) == 0
     assert (tmp_path / "report" / "index.html").is_file()

@@ -43,6 +43,44 @@ TEST(TransformerPlan, DefaultsFollowTheDevice) {
   EXPECT_EQ(h200.train.batch, 8);
 }
 
+// What a plan trains, counted: tokens through the model, and their FLOPs (llm.c's count).
+double planned_tokens(const TransformerPlan& p) {
+  return static_cast<double>(p.train.steps) * p.train.batch * p.train.seq_len * p.train.micro_batches *
+         static_cast<double>(p.modes.size());
+}
+double planned_flops(const TransformerPlan& p) { return planned_tokens(p) * flops_per_token_llmc(p.config, p.train.seq_len); }
+
+TEST(TransformerPlan, QuickOnACpuTrainsTheDefaultModelOnFewerTokensAndSaysSo) {
+  const DeviceInfo cpu = cpu_with(64ull << 30);
+  TransformerSuiteOptions o;
+  o.quick = true;
+  const TransformerPlan quick = plan_transformer_run(o, cpu);
+  const TransformerPlan standard = plan_transformer_run({}, cpu);
+  EXPECT_EQ(quick.config.name, standard.config.name);
+  EXPECT_EQ(quick.case_name(), "small_b2_t128");
+  EXPECT_EQ(quick.train.steps, kQuickCpu.steps);
+  EXPECT_GE(quick.train.steps - quick.timing_warmup, 5) << "enough timed steps for a spread";
+  EXPECT_LE(planned_tokens(quick), planned_tokens(standard) / 16);
+  EXPECT_LE(planned_flops(quick), 0.5e12);  // about 0.25 TFLOP in all, five modes planned
+  EXPECT_NE(quick.quick_note.find("batch 2, 128 tokens, 6 steps"), std::string::npos) << quick.quick_note;
+  EXPECT_TRUE(standard.quick_note.empty());
+  // What is asked for is kept: a config named, or a batch.
+  o.config = "small";
+  const TransformerPlan named = plan_transformer_run(o, cpu);
+  EXPECT_EQ(named.case_name(), "small_b4_t256");
+  EXPECT_EQ(named.train.steps, 10);
+  EXPECT_TRUE(named.quick_note.empty());
+  o.config.clear();
+  o.batch = 3;
+  EXPECT_EQ(plan_transformer_run(o, cpu).case_name(), "small_b3_t128");
+  // A GPU's quick run keeps GPT-2 124M's shape.
+  DeviceInfo gpu = cpu_with(141ull << 30);
+  gpu.backend = "cuda";
+  TransformerSuiteOptions on_gpu;
+  on_gpu.quick = true;
+  EXPECT_EQ(plan_transformer_run(on_gpu, gpu).case_name(), "gpt2-124m_b8_t1024");
+}
+
 TEST(TransformerPlan, BadInputIsAUsageError) {
   const DeviceInfo device = cpu_with(64ull << 30);
   TransformerSuiteOptions o = tiny(10);
@@ -226,6 +264,11 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
         << c->details.dump();
     ASSERT_TRUE(c->seconds);
     EXPECT_EQ(c->seconds->values.size(), 5u) << "6 steps less 1 of warm-up";
+    // Whether the fixed steps spread within the run's noise target, as the sampler records it.
+    const auto& measurement = c->details["measurement"];
+    EXPECT_EQ(measurement["converged"].get<bool>(), c->seconds->relative_spread() <= plan.max_noise);
+    EXPECT_NE(measurement["stop_reason"].get<std::string>().find("5 timed steps after 1 warm-up step(s), a fixed count"),
+              std::string::npos) << measurement;
     EXPECT_NEAR(c->rates["tokens_per_s"].get<double>(), 64 / c->seconds->median, 1e-9 * 64 / c->seconds->median);
     EXPECT_EQ(c->details["loss"].size(), 6u);
     EXPECT_GT(c->rates["peak_memory_bytes"].get<double>(), 0);
