@@ -1,6 +1,7 @@
 #include "cli/run.hpp"
 
 #include <fmt/format.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -149,9 +150,9 @@ microbench::ProgressFn progress_printer() {
     std::string what = r.status == CaseStatus::ok
                            ? fmt::format("{:.3g} ms", 1e3 * r.seconds->median)
                            : fmt::format("{}: {}", case_status_name(r.status), r.message);
-    for (const char* key : {"tflops", "gbps"})
-      if (r.rates.contains(key))
-        what += fmt::format("  {:.4g} {}", r.rates[key].get<double>(), key == std::string("tflops") ? "TFLOP/s" : "GB/s");
+    for (const auto& [key, unit] : {std::pair{"tflops", "TFLOP/s"}, std::pair{"gbps", "GB/s"},
+                                    std::pair{"busbw_gbps", "GB/s busbw"}})
+      if (r.rates.contains(key)) what += fmt::format("  {:.4g} {}", r.rates[key].get<double>(), unit);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // fputs, not fmt::print: a closed stderr must cost the line, not the run.
     std::fputs(fmt::format("[{}/{} {}] {}  {}\n", done, total, elapsed_and_left(elapsed, done, total), r.id(), what).c_str(),
@@ -244,10 +245,93 @@ long side_outputs_not_written(const ResultDocument& document) {
   return lost;
 }
 
+// The processes of the run: this one alone, or every rank a launcher started.
+struct Job {
+  LaunchInfo launch;
+  std::unique_ptr<ProcessGroup> group;
+  bool leader() const { return group->rank() == 0; }
+};
+
+bool runs_collectives(const SuiteSelection& selection) {
+  return std::any_of(selection.microbenchmarks.begin(), selection.microbenchmarks.end(),
+                     [](const Suite* s) { return s->name == "collective"; });
+}
+
+// FNV-1a: the same on every rank and every build, unlike std::hash.
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ull;
+  return hash;
+}
+
+// Ranks that would run different cases would wait on each other forever: every rank must have
+// been given the same command line. A hash of it is compared at start-up.
+void check_same_options(ProcessGroup& group) {
+  std::string joined;
+  for (const std::string& arg : command_line_of_process()) joined += arg + '\0';
+  const std::vector<std::string> hashes = group.all_gather(fmt::format("{:016x}", fnv1a(joined)));
+  std::vector<int> differing;
+  for (int r = 1; r < group.size(); ++r)
+    if (hashes[static_cast<std::size_t>(r)] != hashes[0]) differing.push_back(r);
+  if (!differing.empty())
+    throw UsageError(fmt::format("rank{} {} got other options than rank 0 (command-line hash {} against rank 0's {}): "
+                                 "start every rank with the same mpbench command",
+                                 differing.size() == 1 ? "" : "s", fmt::join(differing, ", "),
+                                 hashes[static_cast<std::size_t>(differing.front())], hashes[0]));
+}
+
+// Each rank's GPU is the one of its local rank: --device cuda and auto (where a GPU is usable)
+// become cuda:LOCAL_RANK; cpu and an explicit cuda:N stay.
+std::string device_of_rank(const std::string& device, const LaunchInfo& launch) {
+  if (launch.world_size == 1) return device;
+  if (device == "cuda" || (device == "auto" && !cuda_unavailable_reason()))
+    return fmt::format("cuda:{}", launch.local_rank);
+  return device;
+}
+
+// One rank's entry in env.ranks: where it ran and on what.
+nlohmann::json rank_record(const Job& job, const Backend& backend) {
+  utsname uts{};
+  uname(&uts);
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  return {{"rank", job.group->rank()}, {"local_rank", job.launch.local_rank}, {"host", uts.nodename},
+          {"pid", static_cast<long>(::getpid())}, {"device", backend.device().to_json()},
+          {"cuda_visible_devices", visible ? nlohmann::json(visible) : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json every_rank(Job& job, const Backend& backend) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const std::string& text : job.group->all_gather(rank_record(job, backend).dump()))
+    ranks.push_back(nlohmann::json::parse(text));
+  return ranks;
+}
+
+int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job& job);
+
 }  // namespace
 
 int run_benchmarks(const RunOptions& options) {
   const SuiteSelection selection = select_suites(options.suites);
+  const LaunchInfo launch = detect_launch();
+  Job job{launch, join_job(launch, runs_collectives(selection))};
+  if (job.group->size() == 1) return run_on_rank(options, selection, job);
+  // One rank that cannot go on must not leave the others waiting in a collective: it ends the job.
+  int exit_code = 1;
+  try {
+    check_same_options(*job.group);
+    return run_on_rank(options, selection, job);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "mpbench: error: rank %d: %s\n", job.group->rank(), printable(e.what()).c_str());
+    exit_code = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mpbench: error: rank %d: %s\n", job.group->rank(), printable(e.what()).c_str());
+  }
+  job.group->abort(exit_code);
+}
+
+namespace {
+
+int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job& job) {
   const auto& suites = selection.microbenchmarks;
   const bool transformer = selection.transformer;
   check_precisions(options.precisions, suites, transformer);
@@ -282,9 +366,15 @@ int run_benchmarks(const RunOptions& options) {
   microbench::configure_google_benchmark(options.benchmark_args);
   if (!options.cpu_isa.empty()) cpu::limit_isa(options.cpu_isa);
 
-  BackendChoice choice = choose_backend(options.device, cpu_options);
+  BackendChoice choice = choose_backend(device_of_rank(options.device, job.launch), cpu_options);
   Backend& backend = *choice.backend;
-  if (!choice.note.empty()) std::fprintf(stderr, "mpbench: note: %s\n", choice.note.c_str());
+  if (!choice.note.empty() && job.leader()) std::fprintf(stderr, "mpbench: note: %s\n", choice.note.c_str());
+  if (run_transformer && job.group->size() > 1)
+    throw UsageError(fmt::format("the transformer suite trains on one rank only in this build, and {} started {}: "
+                                 "run it without a launcher", job.launch.launcher, job.group->size()));
+  std::unique_ptr<Communicator> communicator;
+  std::string no_communicator;
+  if (runs_collectives(selection)) communicator = make_communicator(backend, *job.group, &no_communicator);
 
   std::optional<workloads::TransformerPlan> plan;
   if (run_transformer) plan = workloads::plan_transformer_run(transformer_options, backend.device());
@@ -293,7 +383,8 @@ int run_benchmarks(const RunOptions& options) {
   check_device_can(options.precisions, suites, backend);
   check_shapes_fit(shapes, backend);
 
-  microbench::SuiteOptions suite_options{options.quick, options.precisions, shapes};
+  microbench::SuiteOptions suite_options{options.quick, options.precisions, shapes, communicator.get(),
+                                         job.group.get(), no_communicator};
   std::vector<CaseSpec> specs;
   for (const Suite* s : suites)
     for (auto& spec : s->cases(backend, suite_options))
@@ -311,9 +402,13 @@ int run_benchmarks(const RunOptions& options) {
                                skipped ? fmt::format(" ({} case{} skipped)", skipped, skipped == 1 ? "" : "s") : ""));
   }
   if (plan) work.push_back(fmt::format("{} training mode{}", plan->modes.size(), plan->modes.size() == 1 ? "" : "s"));
-  fmt::print(stderr, "mpbench: {} on {} ({})\n", fmt::join(work, " and "), backend.device().name,
-             backend.device().backend);
-  print_capability_notes(backend, gemms_run);
+  if (job.leader()) {
+    const std::string ranks =
+        job.group->size() > 1 ? fmt::format(", {} ranks ({})", job.group->size(), job.launch.launcher) : "";
+    fmt::print(stderr, "mpbench: {} on {} ({}{})\n", fmt::join(work, " and "), backend.device().name,
+               backend.device().backend, ranks);
+    print_capability_notes(backend, gemms_run);
+  }
   // Made before anything is measured: ops that cannot be set up (no kernel image, cuBLASLt) fail
   // the run before it has results to lose.
   const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
@@ -322,8 +417,9 @@ int run_benchmarks(const RunOptions& options) {
   bool benchmark_out_lost = false;
   if (!specs.empty()) {
     const auto case_profiler = profile ? microbench::make_case_profiler(backend.device(), print_line) : nullptr;
-    outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, progress_printer(),
-                                    case_profiler.get());
+    const microbench::ProgressFn quiet = [](std::size_t, std::size_t, const CaseResult&) {};
+    outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args,
+                                    job.leader() ? progress_printer() : quiet, case_profiler.get());
     if (const auto problem = microbench::benchmark_out_problem(options.benchmark_args)) {
       fmt::print(stderr, "mpbench: error: {}; mpbench's own document is written as usual\n", *problem);
       benchmark_out_lost = true;
@@ -342,10 +438,12 @@ int run_benchmarks(const RunOptions& options) {
   document.env = full_environment(command_line_of_process(), cpu_options);
   document.env["backend"] = backend.environment();
   document.env["device"] = backend.device().to_json();
+  document.env["ranks"] = every_rank(job, backend);
   document.run = {{"device", backend.device().backend}, {"device_requested", options.device},
                   {"device_note", choice.note}, {"quick", options.quick}, {"precisions", options.precisions},
                   {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"cpu_gemm", options.cpu_gemm},
-                  {"interrupted", outcome.interrupted},
+                  {"interrupted", outcome.interrupted}, {"world_size", job.group->size()},
+                  {"launch", job.launch.to_json()},
                   {"sampler", sampler_config(options).to_json()}};
   if (profile_transformer)
     document.run["profile"] = {{"steps_per_mode", plan->profile_steps}, {"trace", transformer_options.trace_file},
@@ -354,6 +452,10 @@ int run_benchmarks(const RunOptions& options) {
   if (plan) document.run["suites"].push_back(workloads::kTransformerSuite);
   document.cases = std::move(outcome.cases);
   document.compute_speedups("fp32");
+  // Rank 0 writes the job's one document; the others' cases are the same cases.
+  if (!job.leader())
+    return std::any_of(document.cases.begin(), document.cases.end(),
+                       [](const CaseResult& c) { return c.status == CaseStatus::error; });
 
   // The table first: should the document not reach the disk, the results are still on the screen.
   std::fputs(microbench::format_summary(document).c_str(), stdout);
@@ -386,5 +488,7 @@ int run_benchmarks(const RunOptions& options) {
   }
   return 0;
 }
+
+}  // namespace
 
 }  // namespace mpbench::cli
