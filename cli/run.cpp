@@ -306,6 +306,29 @@ nlohmann::json every_rank(Job& job, const Backend& backend) {
   return ranks;
 }
 
+// Rank 0's progress lines; with several ranks also the document so far, rewritten to `out` after
+// each case: a rank that fails or is killed ends the whole job (MPI_Abort, mpirun) while rank 0 may
+// be waiting in a collective, with no chance to write at the end. Until the end the document says
+// run.interrupted. The other ranks print nothing.
+microbench::ProgressFn rank_progress(const Job& job, const std::string& out, const ResultDocument& header) {
+  if (!job.leader()) return [](std::size_t, std::size_t, const CaseResult&) {};
+  microbench::ProgressFn print = progress_printer();
+  if (job.group->size() == 1) return print;
+  auto finished = std::make_shared<ResultDocument>(header);
+  finished->run["interrupted"] = true;
+  auto said = std::make_shared<bool>(false);
+  return [print, finished, said, out](std::size_t done, std::size_t total, const CaseResult& r) {
+    print(done, total, r);
+    finished->cases.push_back(r);
+    try {
+      write_file_atomically(out, finished->to_json().dump(2) + "\n");
+    } catch (const UsageError& e) {
+      if (!*said) fmt::print(stderr, "mpbench: error: {}: the finished cases are kept at the end only\n", e.what());
+      *said = true;
+    }
+  };
+}
+
 int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job& job);
 
 }  // namespace
@@ -412,14 +435,33 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   // Made before anything is measured: ops that cannot be set up (no kernel image, cuBLASLt) fail
   // the run before it has results to lose.
   const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
+  ResultDocument document;
+  document.created = utc_timestamp_now();
+  document.env["ranks"] = every_rank(job, backend);
+  if (job.leader()) {
+    document.env.update(full_environment(command_line_of_process(), cpu_options));
+    document.env["backend"] = backend.environment();
+    document.env["device"] = backend.device().to_json();
+  }
+  document.run = {{"device", backend.device().backend}, {"device_requested", options.device},
+                  {"device_note", choice.note}, {"quick", options.quick}, {"precisions", options.precisions},
+                  {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"cpu_gemm", options.cpu_gemm},
+                  {"interrupted", false}, {"world_size", job.group->size()},
+                  {"launch", job.launch.to_json()},
+                  {"sampler", sampler_config(options).to_json()}};
+  if (profile_transformer)
+    document.run["profile"] = {{"steps_per_mode", plan->profile_steps}, {"trace", transformer_options.trace_file},
+                               {"counters", plan->counters}, {"nvtx_injection", nvtx_injection}};
+  for (const Suite* s : suites) document.run["suites"].push_back(s->name);
+  if (plan) document.run["suites"].push_back(workloads::kTransformerSuite);
+
   install_interrupt_handler();
   microbench::RunOutcome outcome;
   bool benchmark_out_lost = false;
   if (!specs.empty()) {
     const auto case_profiler = profile ? microbench::make_case_profiler(backend.device(), print_line) : nullptr;
-    const microbench::ProgressFn quiet = [](std::size_t, std::size_t, const CaseResult&) {};
     outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args,
-                                    job.leader() ? progress_printer() : quiet, case_profiler.get());
+                                    rank_progress(job, options.out, document), case_profiler.get());
     if (const auto problem = microbench::benchmark_out_problem(options.benchmark_args)) {
       fmt::print(stderr, "mpbench: error: {}; mpbench's own document is written as usual\n", *problem);
       benchmark_out_lost = true;
@@ -433,23 +475,7 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
     workloads::compare_final_losses(outcome.cases);
   }
 
-  ResultDocument document;
-  document.created = utc_timestamp_now();
-  document.env = full_environment(command_line_of_process(), cpu_options);
-  document.env["backend"] = backend.environment();
-  document.env["device"] = backend.device().to_json();
-  document.env["ranks"] = every_rank(job, backend);
-  document.run = {{"device", backend.device().backend}, {"device_requested", options.device},
-                  {"device_note", choice.note}, {"quick", options.quick}, {"precisions", options.precisions},
-                  {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"cpu_gemm", options.cpu_gemm},
-                  {"interrupted", outcome.interrupted}, {"world_size", job.group->size()},
-                  {"launch", job.launch.to_json()},
-                  {"sampler", sampler_config(options).to_json()}};
-  if (profile_transformer)
-    document.run["profile"] = {{"steps_per_mode", plan->profile_steps}, {"trace", transformer_options.trace_file},
-                               {"counters", plan->counters}, {"nvtx_injection", nvtx_injection}};
-  for (const Suite* s : suites) document.run["suites"].push_back(s->name);
-  if (plan) document.run["suites"].push_back(workloads::kTransformerSuite);
+  document.run["interrupted"] = outcome.interrupted;
   document.cases = std::move(outcome.cases);
   document.compute_speedups("fp32");
   // Rank 0 writes the job's one document; the others' cases are the same cases.

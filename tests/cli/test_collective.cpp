@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -22,9 +23,11 @@ class CollectiveUnderMpirun : public ::testing::Test {
   void TearDown() override {
     if (!folder_.empty()) std::filesystem::remove_all(folder_);
   }
-  // mpirun as CI runs it: as root, two ranks on as few as two cores.
+  // mpirun as CI runs it: as root, two ranks on as few as two cores; under timeout, whose exit
+  // status 124 is a job that hung.
   Invocation mpirun(const std::string& ranks) const {
-    const std::string command = shell_quote(MPBENCH_MPIEXEC) + " --oversubscribe --allow-run-as-root " + ranks + " >" +
+    const std::string command = "timeout 300 " + shell_quote(MPBENCH_MPIEXEC) + " --oversubscribe --allow-run-as-root " +
+                                ranks + " >" +
                                 shell_quote((folder_ / "out.txt").string()) + " 2>" +
                                 shell_quote((folder_ / "err.txt").string());
     const int raw = std::system(command.c_str());
@@ -73,6 +76,29 @@ TEST_F(CollectiveUnderMpirun, RanksStartedWithOtherOptionsAreRefused) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_NE(r.err.find("rank 1 got other options than rank 0"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST_F(CollectiveUnderMpirun, AKilledRankEndsTheJobAndRankZeroKeepsTheFinishedCases) {
+  // Rank 1 runs mpbench as a child and kills it (SIGKILL: no handler, no goodbye) once rank 0 has
+  // written its first finished case.
+  const auto out = folder_ / "killed.json";
+  const auto wrapper = folder_ / "kill_rank_1.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                            "if [ \"$OMPI_COMM_WORLD_RANK\" != 1 ]; then exec \"$@\"; fi\n"
+                            "\"$@\" & pid=$!\n"
+                            "while [ ! -s " << shell_quote(out.string()) << " ]; do sleep 0.1; done\n"
+                            "kill -9 $pid\nwait $pid\n";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  const Invocation r = mpirun("-np 2 " + shell_quote(wrapper.string()) + " " +
+                              rank_command({"run", "--suite", "collective", "--device", "cpu", "--precision", "fp32",
+                                            "--out", out.string()}));
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_NE(r.status, 124) << "the rank left waited for the killed one: " << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(read_all(out));
+  EXPECT_TRUE(doc["run"]["interrupted"].get<bool>());
+  ASSERT_FALSE(doc["cases"].empty());
+  EXPECT_EQ(doc["cases"][0]["status"], "ok") << doc["cases"][0].dump();
+  EXPECT_LT(doc["cases"].size(), 24u) << "the full sweep's fp32 cases: the job was to be cut short";
 }
 
 }  // namespace
