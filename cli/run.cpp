@@ -15,6 +15,7 @@
 #include "backends/cpu/isa.hpp"
 #include "backends/registry.hpp"
 #include "cli/command_line.hpp"
+#include "cli/gradient_reducer.hpp"
 #include "cli/suite_selection.hpp"
 #include "cli/transformer_ops.hpp"
 #include "core/error.hpp"
@@ -392,15 +393,22 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   BackendChoice choice = choose_backend(device_of_rank(options.device, job.launch), cpu_options);
   Backend& backend = *choice.backend;
   if (!choice.note.empty() && job.leader()) std::fprintf(stderr, "mpbench: note: %s\n", choice.note.c_str());
-  if (run_transformer && job.group->size() > 1)
-    throw UsageError(fmt::format("the transformer suite trains on one rank only in this build, and {} started {}: "
-                                 "run it without a launcher", job.launch.launcher, job.group->size()));
+  grad_reduce_dtype(options.grad_reduce);
+  const bool data_parallel = run_transformer && job.group->size() > 1;
   std::unique_ptr<Communicator> communicator;
   std::string no_communicator;
-  if (runs_collectives(selection)) communicator = make_communicator(backend, *job.group, &no_communicator);
+  if (runs_collectives(selection) || data_parallel) communicator = make_communicator(backend, *job.group, &no_communicator);
+  if (data_parallel && !communicator)
+    throw UsageError(fmt::format("data-parallel training on {} ranks: {}", job.group->size(), no_communicator));
 
   std::optional<workloads::TransformerPlan> plan;
   if (run_transformer) plan = workloads::plan_transformer_run(transformer_options, backend.device());
+  std::unique_ptr<workloads::GradientReducer> reducer;
+  if (plan && data_parallel) {
+    reducer = make_gradient_reducer(backend, *communicator, *job.group, options.grad_reduce);
+    plan->train.reducer = reducer.get();
+    if (!job.leader()) plan->checkpoint_out.clear();  // rank 0's weights are every rank's
+  }
   const std::vector<GemmPrecision> gemms_run = gemm_precisions_run(options.precisions, suites, plan);
   check_native_choice(options, backend, gemms_run);
   check_device_can(options.precisions, suites, backend);
@@ -469,7 +477,9 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   }
   for (const Suite* s : suites) s->finalize(outcome.cases);
   if (plan && !outcome.interrupted) {
-    auto trained = workloads::run_transformer_suite(*plan, *ops, backend.device(), print_line);
+    const auto quiet = [](const std::string&) {};
+    auto trained = workloads::run_transformer_suite(*plan, *ops, backend.device(),
+                                                    job.leader() ? workloads::TrainingProgress(print_line) : quiet);
     for (auto& c : trained.cases) outcome.cases.push_back(std::move(c));
     outcome.interrupted = trained.interrupted;
     workloads::compare_final_losses(outcome.cases);
