@@ -443,6 +443,8 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   // Made before anything is measured: ops that cannot be set up (no kernel image, cuBLASLt) fail
   // the run before it has results to lose.
   const auto ops = plan ? make_transformer_ops(backend, plan->tensor_cores) : nullptr;
+  // Before the environment is read (it takes a while): a Ctrl-C from here on keeps what finished.
+  install_interrupt_handler();
   ResultDocument document;
   document.created = utc_timestamp_now();
   document.env["ranks"] = every_rank(job, backend);
@@ -463,7 +465,6 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   for (const Suite* s : suites) document.run["suites"].push_back(s->name);
   if (plan) document.run["suites"].push_back(workloads::kTransformerSuite);
 
-  install_interrupt_handler();
   microbench::RunOutcome outcome;
   bool benchmark_out_lost = false;
   if (!specs.empty()) {

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "amp/formats.hpp"
+#include "core/error.hpp"
 #include "core/random.hpp"
 #include "microbench/suite.hpp"
 
@@ -199,6 +201,21 @@ CaseResult measure_collective(const CaseSpec& spec, Collective c, DType dtype, s
   return r;
 }
 
+// A failure on one rank (a library call, memory) leaves the others waiting in a collective this
+// rank will not join: with several ranks it ends the job, naming the rank and the case (rank 0 has
+// kept the finished cases). Alone, the case fails as any other.
+CaseResult measure_on_every_rank(ProcessGroup* group, const CaseSpec& spec, const std::function<CaseResult()>& measure) {
+  try {
+    return measure();
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (group->size() == 1) throw;
+    std::fputs(fmt::format("mpbench: error: rank {}: {}: {}\n", group->rank(), spec.id(), e.what()).c_str(), stderr);
+    group->abort(1);
+  }
+}
+
 // Sizes in bytes: powers of four from 1 KiB (latency) to 256 MiB on a GPU, 64 MiB on a CPU
 // (bandwidth); --quick: 64 KiB and 4 MiB.
 std::vector<double> sweep_bytes(const Backend& backend, bool quick) {
@@ -235,7 +252,9 @@ std::vector<CaseSpec> collective_cases(Backend& backend, const SuiteOptions& opt
         Communicator* comm = options.communicator;
         ProcessGroup* group = options.group;
         spec.measure = [spec, c, dtype, count, index, comm, group](Backend& be, const SamplerConfig& config, CaseProfiler*) {
-          return measure_collective(spec, c, dtype, count, index, be, *comm, *group, config);
+          return measure_on_every_rank(group, spec, [&] {
+            return measure_collective(spec, c, dtype, count, index, be, *comm, *group, config);
+          });
         };
         cases.push_back(std::move(spec));
       }
