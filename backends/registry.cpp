@@ -10,6 +10,12 @@
 #if MPBENCH_HAVE_CUDA
 #include "backends/cuda/cuda_backend.hpp"
 #endif
+#if MPBENCH_HAVE_MPI
+#include "backends/cpu/mpi_communicator.hpp"
+#endif
+#if MPBENCH_HAVE_NCCL
+#include "backends/cuda/nccl_communicator.hpp"
+#endif
 
 namespace mpbench {
 
@@ -94,6 +100,59 @@ nlohmann::json full_environment(const std::vector<std::string>& command_line, co
 #endif
   if (env["gpus"].empty() && !env.contains("gpu_status"))
     env["gpu_status"] = cuda_unavailable_reason().value_or("no GPU listed");
+  const nlohmann::json communication = communication_environment();
+  env["mpi"] = communication["mpi"];
+  env["nccl"] = communication["nccl"];
+  return env;
+}
+
+namespace {
+constexpr const char* kNoMpi =
+    "mpbench was built without MPI (install libopenmpi-dev and openmpi-bin, then build again)";
+constexpr const char* kNoNccl =
+    "mpbench was built without NCCL (no nccl.h and libnccl next to the CUDA toolkit at build time)";
+}  // namespace
+
+std::unique_ptr<ProcessGroup> join_job(const LaunchInfo& launch, bool communicates) {
+#if MPBENCH_HAVE_MPI
+  if (launch.world_size > 1 || communicates) return cpu::join_mpi_world(launch);
+#else
+  (void)communicates;
+  if (launch.world_size > 1)
+    throw UsageError(fmt::format("{} started {} processes, but {}", launch.launcher, launch.world_size, kNoMpi));
+#endif
+  return single_process_group();
+}
+
+std::unique_ptr<Communicator> make_communicator(Backend& backend, ProcessGroup& group, std::string* why_not) {
+  (void)group;
+  if (backend.device().backend == "cpu") {
+#if MPBENCH_HAVE_MPI
+    return cpu::make_mpi_communicator();
+#else
+    *why_not = kNoMpi;
+    return nullptr;
+#endif
+  }
+#if MPBENCH_HAVE_NCCL
+  if (auto* gpu = dynamic_cast<cuda::CudaBackend*>(&backend)) return cuda::make_nccl_communicator(gpu->device_context(), group);
+#endif
+  *why_not = backend.device().backend == "cuda" ? kNoNccl : fmt::format("no collectives on the {} backend", backend.device().backend);
+  return nullptr;
+}
+
+nlohmann::json communication_environment() {
+  nlohmann::json env;
+#if MPBENCH_HAVE_MPI
+  env["mpi"] = cpu::mpi_environment();
+#else
+  env["mpi"] = {{"library", nullptr}, {"version", nullptr}, {"reason", kNoMpi}};
+#endif
+#if MPBENCH_HAVE_NCCL
+  env["nccl"] = cuda::nccl_environment();
+#else
+  env["nccl"] = {{"version", nullptr}, {"reason", kNoNccl}};
+#endif
   return env;
 }
 

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu_options.hpp"
 #include "core/backend.hpp"
+#include "core/communicator.hpp"
 
 namespace mpbench {
 
@@ -26,5 +27,17 @@ bool built_with_cuda();
 // each device's capability table (the CPU's as `cpu` makes it: env.cpu.capabilities, and
 // env.gpus[].capabilities).
 nlohmann::json full_environment(const std::vector<std::string>& command_line, const cpu::CpuOptions& cpu = {});
+
+// The job this process belongs to: MPI's world where a launcher started several processes or the
+// run needs collectives (`communicates`; MPI then starts as a world of one without a launcher),
+// else this process alone. Throws UsageError for several processes in a build without MPI, or
+// when MPI's world is not the launcher's.
+std::unique_ptr<ProcessGroup> join_job(const LaunchInfo& launch, bool communicates);
+// The collectives of `backend`'s device over `group`'s ranks: MPI on the CPU, NCCL on a GPU; or
+// nullptr and the reason where this build lacks the library.
+std::unique_ptr<Communicator> make_communicator(Backend& backend, ProcessGroup& group, std::string* why_not);
+// The communication libraries this binary has: {"mpi": {"library", "version", ...} or {"library":
+// null, "reason"}, "nccl": {"version", "built_against"} or {"version": null, "reason"}}.
+nlohmann::json communication_environment();
 
 }  // namespace mpbench

@@ -56,6 +56,16 @@ void print_text(const nlohmann::json& env) {
     fmt::print("          {}\n", env["onednn"]["default_isa_limit"].get<std::string>());
   print_capabilities(fmt::format("cpu gemms (--cpu-gemm {})", value_or_missing(env["cpu"], "gemm_path_choice")),
                      env["cpu"].value("capabilities", nlohmann::json()));
+  const auto& mpi = env["mpi"];
+  if (mpi["version"].is_string())
+    fmt::print("mpi       {} {} (MPI {})\n", mpi["library"].get<std::string>(), mpi["version"].get<std::string>(),
+               value_or_missing(mpi, "standard"));
+  else fmt::print("mpi       none: {}\n", value_or_missing(mpi, "reason"));
+  const auto& nccl = env["nccl"];
+  if (nccl.contains("built_against"))
+    fmt::print("nccl      {} (built against {})\n", nccl["version"].is_string() ? nccl["version"].get<std::string>() : "not loaded",
+               nccl["built_against"].get<std::string>());
+  else fmt::print("nccl      none: {}\n", value_or_missing(nccl, "reason"));
   const auto& cuda = env["cuda"];
   if (cuda.empty()) fmt::print("cuda      not built in\n");
   for (const auto& [name, version] : cuda.items()) {

@@ -75,6 +75,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(kNonNegative)->group(training);
   cmd->add_option("--micro-batches", t.micro_batches, "gradient accumulation: micro-batches per optimizer step")
       ->check(kPositive)->capture_default_str()->group(training);
+  cmd->add_option("--grad-reduce", o->grad_reduce,
+                  "under a launcher (several ranks): what the gradients' all-reduce moves, fp32, bf16 or fp16")
+      ->capture_default_str()->group(training);
   cmd->add_option("--vocab-pad", t.vocab_pad, "pad the vocabulary to a multiple of this (64 gives llm.c's 50304; 1 keeps 50257)")
       ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--attention", t.attention,

@@ -1,6 +1,7 @@
 #include "cli/run.hpp"
 
 #include <fmt/format.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "backends/cpu/isa.hpp"
 #include "backends/registry.hpp"
 #include "cli/command_line.hpp"
+#include "cli/gradient_reducer.hpp"
 #include "cli/suite_selection.hpp"
 #include "cli/transformer_ops.hpp"
 #include "core/error.hpp"
@@ -149,9 +151,9 @@ microbench::ProgressFn progress_printer() {
     std::string what = r.status == CaseStatus::ok
                            ? fmt::format("{:.3g} ms", 1e3 * r.seconds->median)
                            : fmt::format("{}: {}", case_status_name(r.status), r.message);
-    for (const char* key : {"tflops", "gbps"})
-      if (r.rates.contains(key))
-        what += fmt::format("  {:.4g} {}", r.rates[key].get<double>(), key == std::string("tflops") ? "TFLOP/s" : "GB/s");
+    for (const auto& [key, unit] : {std::pair{"tflops", "TFLOP/s"}, std::pair{"gbps", "GB/s"},
+                                    std::pair{"busbw_gbps", "GB/s busbw"}})
+      if (r.rates.contains(key)) what += fmt::format("  {:.4g} {}", r.rates[key].get<double>(), unit);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // fputs, not fmt::print: a closed stderr must cost the line, not the run.
     std::fputs(fmt::format("[{}/{} {}] {}  {}\n", done, total, elapsed_and_left(elapsed, done, total), r.id(), what).c_str(),
@@ -244,10 +246,116 @@ long side_outputs_not_written(const ResultDocument& document) {
   return lost;
 }
 
+// The processes of the run: this one alone, or every rank a launcher started.
+struct Job {
+  LaunchInfo launch;
+  std::unique_ptr<ProcessGroup> group;
+  bool leader() const { return group->rank() == 0; }
+};
+
+bool runs_collectives(const SuiteSelection& selection) {
+  return std::any_of(selection.microbenchmarks.begin(), selection.microbenchmarks.end(),
+                     [](const Suite* s) { return s->name == "collective"; });
+}
+
+// FNV-1a: the same on every rank and every build, unlike std::hash.
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ull;
+  return hash;
+}
+
+// Ranks that would run different cases would wait on each other forever: every rank must have
+// been given the same command line. A hash of it is compared at start-up.
+void check_same_options(ProcessGroup& group) {
+  std::string joined;
+  for (const std::string& arg : command_line_of_process()) joined += arg + '\0';
+  const std::vector<std::string> hashes = group.all_gather(fmt::format("{:016x}", fnv1a(joined)));
+  std::vector<int> differing;
+  for (int r = 1; r < group.size(); ++r)
+    if (hashes[static_cast<std::size_t>(r)] != hashes[0]) differing.push_back(r);
+  if (!differing.empty())
+    throw UsageError(fmt::format("rank{} {} got other options than rank 0 (command-line hash {} against rank 0's {}): "
+                                 "start every rank with the same mpbench command",
+                                 differing.size() == 1 ? "" : "s", fmt::join(differing, ", "),
+                                 hashes[static_cast<std::size_t>(differing.front())], hashes[0]));
+}
+
+// Each rank's GPU is the one of its local rank: --device cuda and auto (where a GPU is usable)
+// become cuda:LOCAL_RANK; cpu and an explicit cuda:N stay.
+std::string device_of_rank(const std::string& device, const LaunchInfo& launch) {
+  if (launch.world_size == 1) return device;
+  if (device == "cuda" || (device == "auto" && !cuda_unavailable_reason()))
+    return fmt::format("cuda:{}", launch.local_rank);
+  return device;
+}
+
+// One rank's entry in env.ranks: where it ran and on what.
+nlohmann::json rank_record(const Job& job, const Backend& backend) {
+  utsname uts{};
+  uname(&uts);
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  return {{"rank", job.group->rank()}, {"local_rank", job.launch.local_rank}, {"host", uts.nodename},
+          {"pid", static_cast<long>(::getpid())}, {"device", backend.device().to_json()},
+          {"cuda_visible_devices", visible ? nlohmann::json(visible) : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json every_rank(Job& job, const Backend& backend) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const std::string& text : job.group->all_gather(rank_record(job, backend).dump()))
+    ranks.push_back(nlohmann::json::parse(text));
+  return ranks;
+}
+
+// Rank 0's progress lines; with several ranks also the document so far, rewritten to `out` after
+// each case: a rank that fails or is killed ends the whole job (MPI_Abort, mpirun) while rank 0 may
+// be waiting in a collective, with no chance to write at the end. Until the end the document says
+// run.interrupted. The other ranks print nothing.
+microbench::ProgressFn rank_progress(const Job& job, const std::string& out, const ResultDocument& header) {
+  if (!job.leader()) return [](std::size_t, std::size_t, const CaseResult&) {};
+  microbench::ProgressFn print = progress_printer();
+  if (job.group->size() == 1) return print;
+  auto finished = std::make_shared<ResultDocument>(header);
+  finished->run["interrupted"] = true;
+  auto said = std::make_shared<bool>(false);
+  return [print, finished, said, out](std::size_t done, std::size_t total, const CaseResult& r) {
+    print(done, total, r);
+    finished->cases.push_back(r);
+    try {
+      write_file_atomically(out, finished->to_json().dump(2) + "\n");
+    } catch (const UsageError& e) {
+      if (!*said) fmt::print(stderr, "mpbench: error: {}: the finished cases are kept at the end only\n", e.what());
+      *said = true;
+    }
+  };
+}
+
+int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job& job);
+
 }  // namespace
 
 int run_benchmarks(const RunOptions& options) {
   const SuiteSelection selection = select_suites(options.suites);
+  const LaunchInfo launch = detect_launch();
+  Job job{launch, join_job(launch, runs_collectives(selection))};
+  if (job.group->size() == 1) return run_on_rank(options, selection, job);
+  // One rank that cannot go on must not leave the others waiting in a collective: it ends the job.
+  int exit_code = 1;
+  try {
+    check_same_options(*job.group);
+    return run_on_rank(options, selection, job);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "mpbench: error: rank %d: %s\n", job.group->rank(), printable(e.what()).c_str());
+    exit_code = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mpbench: error: rank %d: %s\n", job.group->rank(), printable(e.what()).c_str());
+  }
+  job.group->abort(exit_code);
+}
+
+namespace {
+
+int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job& job) {
   const auto& suites = selection.microbenchmarks;
   const bool transformer = selection.transformer;
   check_precisions(options.precisions, suites, transformer);
@@ -283,18 +391,32 @@ int run_benchmarks(const RunOptions& options) {
   microbench::configure_google_benchmark(options.benchmark_args);
   if (!options.cpu_isa.empty()) cpu::limit_isa(options.cpu_isa);
 
-  BackendChoice choice = choose_backend(options.device, cpu_options);
+  BackendChoice choice = choose_backend(device_of_rank(options.device, job.launch), cpu_options);
   Backend& backend = *choice.backend;
-  if (!choice.note.empty()) std::fprintf(stderr, "mpbench: note: %s\n", choice.note.c_str());
+  if (!choice.note.empty() && job.leader()) std::fprintf(stderr, "mpbench: note: %s\n", choice.note.c_str());
+  grad_reduce_dtype(options.grad_reduce);
+  const bool data_parallel = run_transformer && job.group->size() > 1;
+  std::unique_ptr<Communicator> communicator;
+  std::string no_communicator;
+  if (runs_collectives(selection) || data_parallel) communicator = make_communicator(backend, *job.group, &no_communicator);
+  if (data_parallel && !communicator)
+    throw UsageError(fmt::format("data-parallel training on {} ranks: {}", job.group->size(), no_communicator));
 
   std::optional<workloads::TransformerPlan> plan;
   if (run_transformer) plan = workloads::plan_transformer_run(transformer_options, backend.device());
+  std::unique_ptr<workloads::GradientReducer> reducer;
+  if (plan && data_parallel) {
+    reducer = make_gradient_reducer(backend, *communicator, *job.group, options.grad_reduce);
+    plan->train.reducer = reducer.get();
+    if (!job.leader()) plan->checkpoint_out.clear();  // rank 0's weights are every rank's
+  }
   const std::vector<GemmPrecision> gemms_run = gemm_precisions_run(options.precisions, suites, plan);
   check_native_choice(options, backend, gemms_run);
   check_device_can(options.precisions, suites, backend);
   check_shapes_fit(shapes, backend);
 
-  microbench::SuiteOptions suite_options{options.quick, options.precisions, shapes};
+  microbench::SuiteOptions suite_options{options.quick, options.precisions, shapes, communicator.get(),
+                                         job.group.get(), no_communicator};
   std::vector<CaseSpec> specs;
   for (const Suite* s : suites)
     for (auto& spec : s->cases(backend, suite_options))
@@ -321,16 +443,41 @@ int run_benchmarks(const RunOptions& options) {
     work.push_back(fmt::format("{} training mode{}{}", trained, trained == 1 ? "" : "s",
                                skipped ? fmt::format(" ({} skipped)", skipped) : ""));
   }
-  fmt::print(stderr, "mpbench: {} on {} ({})\n", fmt::join(work, " and "), backend.device().name,
-             backend.device().backend);
-  print_capability_notes(backend, gemms_run);
+  if (job.leader()) {
+    const std::string ranks =
+        job.group->size() > 1 ? fmt::format(", {} ranks ({})", job.group->size(), job.launch.launcher) : "";
+    fmt::print(stderr, "mpbench: {} on {} ({}{})\n", fmt::join(work, " and "), backend.device().name,
+               backend.device().backend, ranks);
+    print_capability_notes(backend, gemms_run);
+  }
+  // Before the environment is read (it takes a while): a Ctrl-C from here on keeps what finished.
   install_interrupt_handler();
+  ResultDocument document;
+  document.created = utc_timestamp_now();
+  document.env["ranks"] = every_rank(job, backend);
+  if (job.leader()) {
+    document.env.update(full_environment(command_line_of_process(), cpu_options));
+    document.env["backend"] = backend.environment();
+    document.env["device"] = backend.device().to_json();
+  }
+  document.run = {{"device", backend.device().backend}, {"device_requested", options.device},
+                  {"device_note", choice.note}, {"quick", options.quick}, {"precisions", options.precisions},
+                  {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"cpu_gemm", options.cpu_gemm},
+                  {"interrupted", false}, {"world_size", job.group->size()},
+                  {"launch", job.launch.to_json()},
+                  {"sampler", sampler_config(options).to_json()}};
+  if (profile_transformer)
+    document.run["profile"] = {{"steps_per_mode", plan->profile_steps}, {"trace", transformer_options.trace_file},
+                               {"counters", plan->counters}, {"nvtx_injection", nvtx_injection}};
+  for (const Suite* s : suites) document.run["suites"].push_back(s->name);
+  if (plan) document.run["suites"].push_back(workloads::kTransformerSuite);
+
   microbench::RunOutcome outcome;
   bool benchmark_out_lost = false;
   if (!specs.empty()) {
     const auto case_profiler = profile ? microbench::make_case_profiler(backend.device(), print_line) : nullptr;
-    outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args, progress_printer(),
-                                    case_profiler.get());
+    outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args,
+                                    rank_progress(job, options.out, document), case_profiler.get());
     specs.clear();  // and with them the arrays their cases share (the bandwidth suite's), before training
     if (const auto problem = microbench::benchmark_out_problem(options.benchmark_args)) {
       fmt::print(stderr, "mpbench: error: {}; mpbench's own document is written as usual\n", *problem);
@@ -339,29 +486,21 @@ int run_benchmarks(const RunOptions& options) {
   }
   for (const Suite* s : suites) s->finalize(outcome.cases);
   if (plan && !outcome.interrupted) {
-    auto trained = workloads::run_transformer_suite(*plan, *ops, backend.device(), print_line);
+    const auto quiet = [](const std::string&) {};
+    auto trained = workloads::run_transformer_suite(*plan, *ops, backend.device(),
+                                                    job.leader() ? workloads::TrainingProgress(print_line) : quiet);
     for (auto& c : trained.cases) outcome.cases.push_back(std::move(c));
     outcome.interrupted = trained.interrupted;
     workloads::compare_final_losses(outcome.cases);
   }
 
-  ResultDocument document;
-  document.created = utc_timestamp_now();
-  document.env = full_environment(command_line_of_process(), cpu_options);
-  document.env["backend"] = backend.environment();
-  document.env["device"] = backend.device().to_json();
-  document.run = {{"device", backend.device().backend}, {"device_requested", options.device},
-                  {"device_note", choice.note}, {"quick", options.quick}, {"precisions", options.precisions},
-                  {"filter", options.filter}, {"cpu_isa", options.cpu_isa}, {"cpu_gemm", options.cpu_gemm},
-                  {"interrupted", outcome.interrupted},
-                  {"sampler", sampler_config(options).to_json()}};
-  if (profile_transformer)
-    document.run["profile"] = {{"steps_per_mode", plan->profile_steps}, {"trace", transformer_options.trace_file},
-                               {"counters", plan->counters}, {"nvtx_injection", nvtx_injection}};
-  for (const Suite* s : suites) document.run["suites"].push_back(s->name);
-  if (plan) document.run["suites"].push_back(workloads::kTransformerSuite);
+  document.run["interrupted"] = outcome.interrupted;
   document.cases = std::move(outcome.cases);
   document.compute_speedups("fp32");
+  // Rank 0 writes the job's one document; the others' cases are the same cases.
+  if (!job.leader())
+    return std::any_of(document.cases.begin(), document.cases.end(),
+                       [](const CaseResult& c) { return c.status == CaseStatus::error; });
 
   // The table first: should the document not reach the disk, the results are still on the screen.
   std::fputs(microbench::format_summary(document).c_str(), stdout);
@@ -394,5 +533,7 @@ int run_benchmarks(const RunOptions& options) {
   }
   return 0;
 }
+
+}  // namespace
 
 }  // namespace mpbench::cli

@@ -21,6 +21,7 @@ struct RunOptions {
   std::string cpu_gemm = "auto";  // auto, native or converted (cpu::GemmPathChoice)
   std::optional<double> max_noise, min_time, timeout;
   std::vector<std::string> benchmark_args;  // --benchmark_* passed to Google Benchmark
+  std::string grad_reduce = "fp32";  // what data-parallel training's gradients travel in
   // The transformer suite's own options; its modes come from `precisions`.
   workloads::TransformerSuiteOptions transformer;
 };

@@ -26,7 +26,8 @@ SuiteSelection select_suites(const std::vector<std::string>& names) {
   };
   for (const std::string& name : names) {
     if (name == "all") {
-      for (const microbench::Suite& s : microbench::suites()) add(s);
+      for (const microbench::Suite& s : microbench::suites())
+        if (s.part_of_all) add(s);
       selection.transformer = true;
     } else if (name == workloads::kTransformerSuite) {
       selection.transformer = true;

@@ -13,7 +13,8 @@ struct SuiteSelection {
   bool transformer = false;
 };
 
-// Every suite's name, in the order `all` runs them: gemm, bandwidth, cast, transformer.
+// Every suite's name: gemm, bandwidth, cast, collective, transformer (`all` runs them in this order,
+// but for collective, see Suite::part_of_all).
 std::vector<std::string> suite_names();
 // The suites `names` (suite names or "all") choose. UsageError naming every suite for an unknown
 // name, and for an empty list.

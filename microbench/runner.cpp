@@ -235,8 +235,11 @@ RunOutcome run_cases(Backend& backend, const std::vector<CaseSpec>& specs, const
   }
 
   SilentReporter silent;
-  const std::size_t ran = chooses_own_display(benchmark_args) ? benchmark::RunSpecifiedBenchmarks()
-                                                              : benchmark::RunSpecifiedBenchmarks(&silent);
+  // Every case skipped (e.g. a build without MPI and the collective suite): nothing registered, and
+  // Google Benchmark would say it matched nothing.
+  const std::size_t ran = measurable == 0                      ? 0
+                          : chooses_own_display(benchmark_args) ? benchmark::RunSpecifiedBenchmarks()
+                                                                : benchmark::RunSpecifiedBenchmarks(&silent);
   benchmark::ClearRegisteredBenchmarks();
   // Nothing run of cases that were to run, not interrupted and not asked to list them only: Google
   // Benchmark refused (it says why above, e.g. a --benchmark_out it could not open).

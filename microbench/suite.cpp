@@ -23,7 +23,8 @@ bool SuiteOptions::wants(const std::string& precision) const {
 }
 
 const std::vector<Suite>& suites() {
-  static const std::vector<Suite> kSuites = {gemm_suite(), bandwidth_suite(), cast_suite()};
+  static const std::vector<Suite> kSuites = {gemm_suite(), bandwidth_suite(), cast_suite(),
+                                            collective_suite()};
   return kSuites;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/communicator.hpp"
 #include "core/measure.hpp"
 #include "core/result.hpp"
 
@@ -37,6 +38,11 @@ struct SuiteOptions {
   bool quick = false;
   std::vector<std::string> precisions;    // empty: every precision of the suite
   std::vector<GemmShape> extra_gemm_shapes;  // --shape
+  // The collective suite's: the run's communicator and process group (both or neither), and why
+  // there is no communicator where there is none.
+  Communicator* communicator = nullptr;
+  ProcessGroup* group = nullptr;
+  std::string no_communicator_reason{};
   bool wants(const std::string& precision) const;
 };
 
@@ -47,6 +53,9 @@ struct Suite {
   std::function<std::vector<CaseSpec>(Backend&, const SuiteOptions&)> cases;
   // Derived rates that need other cases of the same run (percent of the copy ceiling).
   std::function<void(std::vector<CaseResult>&)> finalize = [](std::vector<CaseResult>&) {};
+  // Whether `--suite all` runs it: not the collective suite, which starts MPI and means something
+  // only under a launcher.
+  bool part_of_all = true;
 };
 
 const std::vector<Suite>& suites();
@@ -58,6 +67,7 @@ const Suite* find_suite(const std::string& name);
 Suite gemm_suite();
 Suite bandwidth_suite();
 Suite cast_suite();
+Suite collective_suite();
 
 // The bandwidth suite's elements per array: powers of two from 1/8 to 8 times the cache the run can
 // fill (DeviceInfo::usable_cache_bytes, as fp32; --quick: 1/8, 1 and 8 times, on a CPU 1/8 and 2

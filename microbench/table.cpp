@@ -19,6 +19,7 @@ std::string format_seconds(double s) {
 std::string format_rate(const CaseResult& c) {
   if (c.rates.contains("tflops")) return fmt::format("{:.2f} TFLOP/s", c.rates["tflops"].get<double>());
   if (c.rates.contains("gbps")) return fmt::format("{:.1f} GB/s", c.rates["gbps"].get<double>());
+  if (c.rates.contains("busbw_gbps")) return fmt::format("{:.2f} GB/s busbw", c.rates["busbw_gbps"].get<double>());
   return "";
 }
 

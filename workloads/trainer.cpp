@@ -123,24 +123,50 @@ std::size_t Trainer::model_state_bytes() const {
   return weights * 2 + master_.bytes() + optimizer_.state_bytes();  // weights, gradients, master, moments
 }
 
+// This rank's batch: rank r of R takes batch r of every R, so R ranks see the batches one rank
+// would see over R micro-batches.
+TokenBatch Trainer::next_batch_of_rank(TokenSource& data) {
+  const int ranks = options_.reducer ? options_.reducer->world_size() : 1;
+  const int rank = options_.reducer ? options_.reducer->rank() : 0;
+  TokenBatch mine;
+  for (int r = 0; r < ranks; ++r) {
+    TokenBatch batch = data.next_batch(options_.batch, options_.seq_len);
+    if (r == rank) mine = std::move(batch);
+  }
+  return mine;
+}
+
 StepRecord Trainer::step(TokenSource& data) {
   const auto start = std::chrono::steady_clock::now();
   StepRecord record;
   record.step = step_;
   record.loss_scale = loss_scaling_ ? scaler_.scale : 1.0;
   in_op_range(ops_, "zero_grad", -1, Phase::optimizer, [&] { model_.zero_grad(); });
+  GradientReducer* reducer = options_.reducer;
+  const int ranks = reducer ? reducer->world_size() : 1;
+  // The mean over every rank's micro-batches: each rank's share of the sum is 1 / (micro * ranks).
+  const int shares = options_.micro_batches * ranks;
   for (int micro = 0; micro < options_.micro_batches; ++micro) {
     if (micro > 0) stop_if_interrupted();  // a step of many micro-batches must not outlast Ctrl-C
-    const TokenBatch batch = data.next_batch(options_.batch, options_.seq_len);
-    record.loss += model_.forward(batch.inputs.data(), batch.targets.data()) / options_.micro_batches;
-    model_.backward(record.loss_scale / options_.micro_batches);
+    const TokenBatch batch = next_batch_of_rank(data);
+    record.loss += model_.forward(batch.inputs.data(), batch.targets.data()) / shares;
+    model_.backward(record.loss_scale / shares);
   }
   const std::size_t count = model_.parameter_count();
+  if (reducer) {
+    const auto reduce_start = std::chrono::steady_clock::now();
+    in_op_range(ops_, "grad_all_reduce", -1, Phase::optimizer, [&] { reducer->sum(model_.grads(), count); });
+    record.communication_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count();
+    record.loss = reducer->sum(record.loss);
+  }
   double scaled_norm = 0;
   in_op_range(ops_, "global_norm", -1, Phase::optimizer, [&] { scaled_norm = ops_.global_norm(model_.grads(), count); });
   record.grad_norm = scaled_norm / record.loss_scale;
   record.lr = cosine_learning_rate(step_, options_.steps, options_.warmup_steps, options_.max_lr, options_.min_lr);
-  const bool finite = std::isfinite(scaled_norm) && std::isfinite(record.loss);
+  bool finite = std::isfinite(scaled_norm) && std::isfinite(record.loss);
+  // Every rank skips the same steps and keeps the same scale: the found-inf flag over the ranks.
+  if (reducer) finite = reducer->max(finite ? 0.0 : 1.0) == 0.0;
   if (!finite && !loss_scaling_) {
     throw BackendError(std::string(amp::mode_name(mode_)) + " training diverged: the " +
                        (std::isfinite(record.loss) ? "gradient norm" : "loss") + " is not finite at step " +

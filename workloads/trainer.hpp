@@ -17,6 +17,23 @@
 
 namespace mpbench::workloads {
 
+// Data parallelism: what a trainer needs of the job's other ranks, each training the same model on
+// its own batches (cli/ makes one on the run's backend and communicator).
+class GradientReducer {
+ public:
+  virtual ~GradientReducer() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual std::string library() const = 0;
+  virtual std::string dtype() const = 0;  // what the gradients travel in: fp32, bf16 or fp16
+  // grads[0, count) (fp32, in the ops' memory) summed over the ranks, in place; done when it returns.
+  virtual void sum(float* grads, std::size_t count) = 0;
+  // A host value summed over the ranks (the step's loss), and the largest of the ranks' values (the
+  // loss scaler's found-inf flag).
+  virtual double sum(double value) = 0;
+  virtual double max(double value) = 0;
+};
+
 struct TrainOptions {
   int batch = 4;          // sequences per micro-batch
   int seq_len = 16;       // tokens per sequence, <= config.max_seq
@@ -34,6 +51,9 @@ struct TrainOptions {
   amp::ScalerConfig scaler;  // used by modes with dynamic loss scaling
   AttentionKernels attention = AttentionKernels::unfused;
   ActivationStorage activation_storage = ActivationStorage::half;  // asked for; see Gpt2Model
+  // Several ranks: rank r takes batch r of every `world size` batches, and each step's gradients
+  // are summed over the ranks after the backward pass. nullptr: one process.
+  GradientReducer* reducer = nullptr;
 };
 
 // Linear warm-up to max_lr over the first warmup_steps steps (step 0 gets max_lr / warmup_steps),
@@ -69,6 +89,7 @@ struct StepRecord {
   double loss_scale = 1;   // the scale this step's backward used (1 without loss scaling)
   bool skipped = false;    // non-finite gradients: the optimizer step was skipped
   double seconds = 0;      // wall time of the step, device work included
+  double communication_seconds = 0;  // of which the gradients' all-reduce (none of it overlapped)
 };
 
 // Bytes a Trainer allocates through the ops: weights, gradients, the fp32 master copy where the
@@ -106,6 +127,7 @@ class Trainer {
 
  private:
   void refresh_working_weights();
+  TokenBatch next_batch_of_rank(TokenSource& data);
 
   TrainOptions options_;
   TransformerOps<float>& ops_;

@@ -382,6 +382,7 @@ std::string cpu_category(std::string_view op) {
   if (op.starts_with("ln_")) return "normalization";
   if (op == "cross_entropy" || op == "global_norm") return "reduction";
   if (op == "adamw") return "optimizer";
+  if (op == "grad_all_reduce") return "communication";
   if (op == "inputs" || op == "loss" || op.starts_with("zero_")) return "copy";  // uploads, downloads, zeroing
   return "elementwise";  // embedding, gelu, residual adds
 }
@@ -507,6 +508,15 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
   }
   nlohmann::json loss = nlohmann::json::array(), scale = nlohmann::json::array(), norms = nlohmann::json::array(),
                  lrs = nlohmann::json::array(), skipped = nlohmann::json::array();
+  if (const GradientReducer* reducer = plan.train.reducer) {
+    std::vector<double> communication;
+    for (std::size_t i = plan.timing_warmup; i < run.records.size(); ++i)
+      communication.push_back(run.records[i].communication_seconds);
+    const double median = Statistics::of(communication).median;
+    // The all-reduce starts after the whole backward pass: none of it overlaps computation.
+    c.details["communication"] = {{"library", reducer->library()}, {"dtype", reducer->dtype()},
+                                  {"seconds_per_step", median}, {"exposed_seconds_per_step", median}};
+  }
   for (const StepRecord& r : run.records) {
     loss.push_back(r.loss);
     scale.push_back(r.loss_scale);
@@ -552,6 +562,15 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
 // loss, time and loss scale), so that the run's document says how far it got.
 void keep_interrupted_steps(const TransformerPlan& plan, const ModeRun& run, CaseResult& c) {
   nlohmann::json loss = nlohmann::json::array(), seconds = nlohmann::json::array(), scale = nlohmann::json::array();
+  if (const GradientReducer* reducer = plan.train.reducer) {
+    std::vector<double> communication;
+    for (std::size_t i = plan.timing_warmup; i < run.records.size(); ++i)
+      communication.push_back(run.records[i].communication_seconds);
+    const double median = Statistics::of(communication).median;
+    // The all-reduce starts after the whole backward pass: none of it overlaps computation.
+    c.details["communication"] = {{"library", reducer->library()}, {"dtype", reducer->dtype()},
+                                  {"seconds_per_step", median}, {"exposed_seconds_per_step", median}};
+  }
   for (const StepRecord& r : run.records) {
     loss.push_back(r.loss);
     seconds.push_back(r.seconds);
@@ -704,6 +723,11 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
                 {"tensor_cores", tensor_core_policy_name(plan.tensor_cores)}};
     if (!plan.checkpoint_in.empty()) c.params["checkpoint_in"] = plan.checkpoint_in;
     if (!plan.quick_note.empty()) c.details["quick"] = plan.quick_note;
+    // Data parallelism: tokens_per_step and the rates are one rank's (per GPU); the job's are
+    // world_size times as many.
+    const GradientReducer* reducer = plan.train.reducer;
+    c.params["world_size"] = reducer ? reducer->world_size() : 1;
+    c.params["grad_reduce"] = reducer ? nlohmann::json(reducer->dtype()) : nlohmann::json(nullptr);
     c.details["implementation"] = ops.implementation();
     c.details["policy"] = std::string(amp::policy(mode).summary);
     c.details["gemm_path"] = gemm_path_json(ops.gemm_capability(gemm_precision(mode)));

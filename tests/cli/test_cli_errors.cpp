@@ -44,10 +44,11 @@ TEST_P(BadInputs, OneLineErrorExitTwoAndNoFile) {
 
 const BadInput kBadInputs[] = {
     {"unknown_suite", {"run", "--suite", "gemmm"}, "unknown suite 'gemmm'"},
-    {"unknown_suite_names_every_suite", {"run", "--suite", "gemm,transformers"}, "gemm, bandwidth, cast, transformer, all"},
-    {"list_of_an_unknown_suite", {"list", "--suite", "cast,bogus"}, "gemm, bandwidth, cast, transformer, all"},
-    {"list_of_an_empty_suite_name", {"list", "--suite", ""}, "gemm, bandwidth, cast, transformer, all"},
+    {"unknown_suite_names_every_suite", {"run", "--suite", "gemm,transformers"}, "gemm, bandwidth, cast, collective, transformer, all"},
+    {"list_of_an_unknown_suite", {"list", "--suite", "cast,bogus"}, "gemm, bandwidth, cast, collective, transformer, all"},
+    {"list_of_an_empty_suite_name", {"list", "--suite", ""}, "gemm, bandwidth, cast, collective, transformer, all"},
     {"unknown_cpu_gemm", {"run", "--suite", "gemm", "--device", "cpu", "--cpu-gemm", "fast"}, "--cpu-gemm"},
+    {"unknown_grad_reduce", {"run", "--suite", "transformer", "--device", "cpu", "--grad-reduce", "fp8-e4m3"}, "--grad-reduce"},
     // No CPU has bf16 instructions within AVX2, and this oneDNN (2.x) runs fp16 natively on none.
     {"native_bf16_without_its_instructions",
      {"run", "--suite", "gemm", "--device", "cpu", "--cpu-isa", "avx2", "--cpu-gemm", "native", "--precision", "bf16"},

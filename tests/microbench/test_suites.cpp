@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -461,6 +462,82 @@ TEST(Runner, BenchmarkFilterIsCheckedBeforeTheRun) {
     EXPECT_THROW(configure_google_benchmark({bad}), UsageError) << bad;
   for (const std::string bad : {"--benchmark_format=xml", "--benchmark_out_format=JSON", "--benchmark_format="})
     EXPECT_THROW(configure_google_benchmark({bad}), UsageError) << bad;
+}
+
+// A communicator of one rank on the CPU, where each collective is a copy: what MPI does at world
+// size 1. `corrupt` changes element 3 of every all-reduce result by 1%, which the check must catch.
+class CopyCommunicator final : public Communicator {
+ public:
+  explicit CopyCommunicator(bool corrupt) : corrupt_(corrupt) {}
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string library() const override { return "copy"; }
+  std::optional<std::string> unsupported(Collective, DType dtype) const override {
+    if (dtype == DType::f32 || dtype == DType::bf16) return std::nullopt;
+    return "not in this test";
+  }
+  std::string reduction(DType) const override { return "none"; }
+  void all_reduce_sum(const DeviceBuffer& send, DeviceBuffer& receive, std::size_t count) override {
+    std::memcpy(receive.data(), send.data(), count * dtype_size(send.dtype()));
+    if (corrupt_ && send.dtype() == DType::f32) static_cast<float*>(receive.data())[3] *= 1.01f;
+  }
+  void reduce_scatter_sum(const DeviceBuffer& send, DeviceBuffer& receive, std::size_t count) override {
+    std::memcpy(receive.data(), send.data(), count * dtype_size(send.dtype()));
+  }
+  void all_gather(const DeviceBuffer& send, DeviceBuffer& receive, std::size_t count) override {
+    std::memcpy(receive.data(), send.data(), count * dtype_size(send.dtype()));
+  }
+  void broadcast(DeviceBuffer&, std::size_t, int) override {}
+  void synchronize() override {}
+
+ private:
+  bool corrupt_;
+};
+
+std::vector<CaseResult> run_collectives(bool corrupt) {
+  auto cpu = cpu::make_backend();
+  CopyCommunicator comm(corrupt);
+  auto group = single_process_group();
+  SuiteOptions options;
+  options.quick = true;
+  options.communicator = &comm;
+  options.group = group.get();
+  std::vector<CaseResult> results;
+  for (const CaseSpec& spec : cases_of("collective", *cpu, options))
+    results.push_back(spec.skip_reason ? spec.skipped("cpu") : spec.measure(*cpu, SamplerConfig::quick(), nullptr));
+  return results;
+}
+
+TEST(CollectiveSuite, EveryCollectiveAndDtypeIsACaseWithItsBandwidths) {
+  std::set<std::tuple<std::string, std::string>> seen;
+  for (const CaseResult& r : run_collectives(false)) {
+    seen.insert({r.params["collective"].get<std::string>(), r.precision});
+    EXPECT_EQ(r.params["world_size"], 1);
+    if (r.precision != "fp32" && r.precision != "bf16") {
+      EXPECT_EQ(r.status, CaseStatus::skipped) << r.name;
+      EXPECT_EQ(r.message, "not in this test");
+      continue;
+    }
+    ASSERT_EQ(r.status, CaseStatus::ok) << r.name << " " << r.precision << ": " << r.message;
+    // nccl-tests: algbw = bytes / time; busbw = algbw * 2(n-1)/n for all-reduce, 0 for one rank.
+    EXPECT_NEAR(r.rates["algbw_gbps"].get<double>(), r.params["bytes"].get<double>() / r.seconds->median / 1e9, 1e-9);
+    if (r.params["collective"] != "broadcast") {
+      EXPECT_EQ(r.rates["busbw_gbps"].get<double>(), 0.0) << r.name;
+    }
+    EXPECT_EQ(r.details["communication"]["library"], "copy");
+  }
+  EXPECT_EQ(seen.size(), 4u * 5u) << "four collectives in five dtypes";
+}
+
+TEST(CollectiveSuite, AResultOffTheSerialReferenceFailsItsCase) {
+  for (const CaseResult& r : run_collectives(true)) {
+    const bool corrupted = r.params["collective"] == "all_reduce" && r.precision == "fp32";
+    if (r.status == CaseStatus::skipped) continue;
+    EXPECT_EQ(r.status, corrupted ? CaseStatus::error : CaseStatus::ok) << r.name << " " << r.precision;
+    if (corrupted) {
+      EXPECT_NE(r.message.find("rank 0: element 3"), std::string::npos) << r.message;
+    }
+  }
 }
 
 }  // namespace
