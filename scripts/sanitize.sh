@@ -25,4 +25,10 @@ cmake --build "$build" -j "${MPBENCH_BUILD_JOBS:-$(nproc)}"
 export LSAN_OPTIONS="suppressions=$PWD/scripts/sanitize.supp:print_suppressions=0"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-(cd "$build" && ctest --output-on-failure -j "${MPBENCH_TEST_JOBS:-2}")
+# The tests that start Open MPI's runtime run apart: its plugins' leaks show under their names only
+# with the plugins kept loaded and the slow unwinder (too slow for every test), so the
+# suppressions can match them.
+mpi_tests='^(CollectiveUnderMpirun|MpiSum16|MpiEnvironment)\.'
+(cd "$build" && ctest --output-on-failure -j "${MPBENCH_TEST_JOBS:-2}" -E "$mpi_tests")
+(cd "$build" && OMPI_MCA_mca_base_component_disable_dlclose=1 LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0" \
+  ctest --output-on-failure -j "${MPBENCH_TEST_JOBS:-2}" -R "$mpi_tests")
