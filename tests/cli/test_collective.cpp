@@ -107,7 +107,12 @@ TEST_F(CollectiveUnderMpirun, AKilledRankEndsTheJobAndRankZeroKeepsTheFinishedCa
 // the same mean gradient, summed in another order. Each rank's micro-batch gradient is added once
 // more (the all-reduce) instead of accumulated in the backward's GEMMs, so fp32 results may differ
 // in the last bits: losses and gradient norms within 1e-6 relative, weights within 1e-6 of the
-// largest weight after 4 AdamW steps (7e-8 measured here). amp-fp16's loss scale and skipped steps must be the same.
+// largest weight after 4 AdamW steps (7e-8 measured here). amp-fp16's loss scale and skipped steps must be the same;
+// its weights are held to 1% of one step's learning rate per step instead: a last-bit difference in
+// a weight can flip the fp16 rounding of an activation of the next step, moving gradients by an fp16
+// ulp, which AdamW passes on in proportion to the learning rate (6.9e-6 measured with fp16 GEMMs
+// converted, under DNNL_MAX_CPU_ISA=AVX2; a wrong reduction moves updates by about the whole rate,
+// and the gradient norms above by far more than 1e-6).
 TEST_F(CollectiveUnderMpirun, TwoRanksTrainAsOneRankWithTwoMicroBatches) {
   const std::vector<std::string> training = {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny",
                                              "--precision", "fp32,amp-fp16", "--steps", "4", "--batch", "2",
@@ -156,7 +161,8 @@ TEST_F(CollectiveUnderMpirun, TwoRanksTrainAsOneRankWithTwoMicroBatches) {
       largest = std::max(largest, double(std::abs(w1[i])));
       worst = std::max(worst, double(std::abs(w1[i] - w2[i])));
     }
-    EXPECT_LE(worst, 1e-6 * largest) << "largest weight " << largest;
+    const double steps = 4, max_lr = 6e-4;  // --steps above; the default --lr
+    EXPECT_LE(worst, mode == "amp-fp16" ? steps * 0.01 * max_lr : 1e-6 * largest) << "largest weight " << largest;
   }
 }
 
