@@ -174,12 +174,7 @@ CaseResult measure_collective(const CaseSpec& spec, Collective c, DType dtype, s
   for (const std::string& f : group.all_gather(check.failure))
     if (failure.empty()) failure = f;
 
-  CaseResult r;
-  r.suite = spec.suite;
-  r.name = spec.name;
-  r.backend = backend.device().backend;
-  r.precision = spec.precision;
-  r.params = spec.params;
+  CaseResult r = spec.result_on(backend.device().backend);
   r.seconds = timing.seconds;
   const double bytes = spec.params["bytes"].get<double>();
   const double algbw = bytes / timing.seconds.median / 1e9;

@@ -6,13 +6,18 @@
 
 namespace mpbench::microbench {
 
-CaseResult CaseSpec::skipped(const std::string& backend) const {
+CaseResult CaseSpec::result_on(const std::string& backend) const {
   CaseResult r;
   r.suite = suite;
   r.name = name;
   r.backend = backend;
   r.precision = precision;
   r.params = params;
+  return r;
+}
+
+CaseResult CaseSpec::skipped(const std::string& backend) const {
+  CaseResult r = result_on(backend);
   r.status = CaseStatus::skipped;
   r.message = skip_reason.value_or("skipped");
   return r;
@@ -37,12 +42,7 @@ const Suite* find_suite(const std::string& name) {
 CaseResult measure_case(const CaseSpec& spec, Backend& backend, const std::function<void()>& op,
                         const SamplerConfig& config, CaseProfiler* profiler) {
   const Measurement m = measure(backend, op, config);
-  CaseResult r;
-  r.suite = spec.suite;
-  r.name = spec.name;
-  r.backend = backend.device().backend;
-  r.precision = spec.precision;
-  r.params = spec.params;
+  CaseResult r = spec.result_on(backend.device().backend);
   r.seconds = m.seconds_per_op;
   r.details["measurement"] = m.to_json();
   if (profiler) r.details["profile"] = profiler->profile(backend, op, m.seconds_per_op.median);

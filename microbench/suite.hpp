@@ -31,6 +31,8 @@ struct CaseSpec {
   std::function<CaseResult(Backend&, const SamplerConfig&, CaseProfiler* profiler)> measure;
 
   std::string id() const { return suite + "/" + name + "/" + precision; }
+  // The case's identity and parameters on `backend`, nothing measured yet.
+  CaseResult result_on(const std::string& backend) const;
   CaseResult skipped(const std::string& backend) const;
 };
 

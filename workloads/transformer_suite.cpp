@@ -481,6 +481,21 @@ nlohmann::json step_measurement(const TransformerPlan& plan, const Statistics& s
                                       100 * plan.max_noise)}};
 }
 
+// Data parallelism: the gradient all-reduce's median time per step past the timing warm-up (over
+// every step where a mode was interrupted within it). The all-reduce starts after the whole
+// backward pass: none of it overlaps computation.
+void record_communication(const TransformerPlan& plan, const ModeRun& run, CaseResult& c) {
+  const GradientReducer* reducer = plan.train.reducer;
+  if (!reducer || run.records.empty()) return;
+  const auto warmup = static_cast<std::size_t>(plan.timing_warmup);
+  const std::size_t first = run.records.size() > warmup ? warmup : 0;
+  std::vector<double> communication;
+  for (std::size_t i = first; i < run.records.size(); ++i) communication.push_back(run.records[i].communication_seconds);
+  const double median = median_of(communication);
+  c.details["communication"] = {{"library", reducer->library()}, {"dtype", reducer->dtype()},
+                                {"seconds_per_step", median}, {"exposed_seconds_per_step", median}};
+}
+
 void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run, const DeviceInfo& device,
                   std::optional<double> entropy_floor, CaseResult& c) {
   std::vector<double> step_seconds;
@@ -508,15 +523,7 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
   }
   nlohmann::json loss = nlohmann::json::array(), scale = nlohmann::json::array(), norms = nlohmann::json::array(),
                  lrs = nlohmann::json::array(), skipped = nlohmann::json::array();
-  if (const GradientReducer* reducer = plan.train.reducer) {
-    std::vector<double> communication;
-    for (std::size_t i = plan.timing_warmup; i < run.records.size(); ++i)
-      communication.push_back(run.records[i].communication_seconds);
-    const double median = Statistics::of(communication).median;
-    // The all-reduce starts after the whole backward pass: none of it overlaps computation.
-    c.details["communication"] = {{"library", reducer->library()}, {"dtype", reducer->dtype()},
-                                  {"seconds_per_step", median}, {"exposed_seconds_per_step", median}};
-  }
+  record_communication(plan, run, c);
   for (const StepRecord& r : run.records) {
     loss.push_back(r.loss);
     scale.push_back(r.loss_scale);
@@ -562,15 +569,7 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
 // loss, time and loss scale), so that the run's document says how far it got.
 void keep_interrupted_steps(const TransformerPlan& plan, const ModeRun& run, CaseResult& c) {
   nlohmann::json loss = nlohmann::json::array(), seconds = nlohmann::json::array(), scale = nlohmann::json::array();
-  if (const GradientReducer* reducer = plan.train.reducer) {
-    std::vector<double> communication;
-    for (std::size_t i = plan.timing_warmup; i < run.records.size(); ++i)
-      communication.push_back(run.records[i].communication_seconds);
-    const double median = Statistics::of(communication).median;
-    // The all-reduce starts after the whole backward pass: none of it overlaps computation.
-    c.details["communication"] = {{"library", reducer->library()}, {"dtype", reducer->dtype()},
-                                  {"seconds_per_step", median}, {"exposed_seconds_per_step", median}};
-  }
+  record_communication(plan, run, c);
   for (const StepRecord& r : run.records) {
     loss.push_back(r.loss);
     seconds.push_back(r.seconds);
