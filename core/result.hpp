@@ -29,6 +29,7 @@ struct CaseResult {
   nlohmann::json details = nlohmann::json::object();  // algorithm, clocks, sampler outcome
 
   std::string id() const { return suite + "/" + name + "/" + precision; }
+  std::string full_id() const { return suite + "/" + name + "/" + backend + "/" + precision; }  // with its backend
   nlohmann::json to_json() const;
   // UsageError naming `where` and the field for a malformed case.
   static CaseResult from_json(const nlohmann::json& j, const std::string& where = "case");

@@ -39,12 +39,11 @@ json versions_json(const std::vector<compare::EnvironmentField>& versions) {
   return out;
 }
 
-std::string id_of(const CaseResult& c) { return fmt::format("{}/{}/{}/{}", c.suite, c.name, c.backend, c.precision); }
 
 std::map<std::string, const CaseResult*> ok_cases(const ResultDocument& doc) {
   std::map<std::string, const CaseResult*> out;
   for (const auto& c : doc.cases)
-    if (c.status == CaseStatus::ok) out.emplace(id_of(c), &c);
+    if (c.status == CaseStatus::ok) out.emplace(c.full_id(), &c);
   return out;
 }
 

@@ -23,7 +23,6 @@ using nlohmann::json;
 double threshold(std::string_view rule) { return explain_rule(rule).threshold; }
 std::string pct(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
 std::string ms(double s) { return fmt::format("{:.3g} ms", s * 1e3); }
-std::string case_id(const CaseResult& c) { return fmt::format("{}/{}/{}/{}", c.suite, c.name, c.backend, c.precision); }
 
 bool is_low_precision(const std::string& precision) {
   return precision != "fp32" && precision != "fp64" && precision != "tf32";
@@ -157,17 +156,14 @@ std::vector<Finding> libraries_too_old(const ResultDocument& doc) {
 std::optional<Finding> no_bf16_instructions(const ResultDocument& doc) {
   const json& flags = member_or_null(member_or_null(doc.env, "cpu"), "flags");
   if (on_gpu(doc) || !flags.is_object()) return std::nullopt;
-  for (const char* flag : {"avx512_bf16", "amx_bf16"}) {
-    const json& has = member_or_null(flags, flag);
-    if (has.is_boolean() && has.get<bool>()) return std::nullopt;
-  }
+  if (has_cpu_flag(doc.env, "avx512_bf16") || has_cpu_flag(doc.env, "amx_bf16")) return std::nullopt;
   std::vector<std::string> skipped, present;
   std::size_t bf16_cases = 0, converted = 0;
   for (const CaseResult& c : doc.cases) {
     if (c.backend != "cpu" || !is_bf16(c.precision)) continue;
     ++bf16_cases;
     converted += string_or(member_or_null(c.details, "gemm_path"), "path", "") == "converted";
-    if (c.status != CaseStatus::ok && skipped.size() < 3) skipped.push_back(fmt::format("{}: {}", case_id(c), c.message));
+    if (c.status != CaseStatus::ok && skipped.size() < 3) skipped.push_back(fmt::format("{}: {}", c.full_id(), c.message));
   }
   if (bf16_cases == 0) return std::nullopt;
   for (const auto& [flag, has] : flags.items())

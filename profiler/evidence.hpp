@@ -32,4 +32,10 @@ inline std::optional<double> number_at(const nlohmann::json& j, std::initializer
   return at->is_number() ? std::optional<double>(at->get<double>()) : std::nullopt;
 }
 
+// Whether the environment's CPU flags (env.cpu.flags) say the CPU has `flag`.
+inline bool has_cpu_flag(const nlohmann::json& env, const char* flag) {
+  const nlohmann::json& v = member_or_null(member_or_null(member_or_null(env, "cpu"), "flags"), flag);
+  return v.is_boolean() && v.get<bool>();
+}
+
 }  // namespace mpbench::profiler

@@ -80,7 +80,6 @@ namespace {
 
 using CaseKey = std::tuple<std::string, std::string, std::string>;  // suite, name, backend
 CaseKey key_of(const CaseResult& c) { return {c.suite, c.name, c.backend}; }
-std::string full_id(const CaseResult& c) { return fmt::format("{}/{}/{}/{}", c.suite, c.name, c.backend, c.precision); }
 
 bool is_low_precision_gemm(const std::string& precision) { return precision != "fp32" && precision != "fp64"; }
 
@@ -272,11 +271,11 @@ std::map<std::string, double> checked_categories(const CaseResult& c) {
   const json& b = member_or_null(c.details, "breakdown");
   const json& source = b.is_object() && b.contains("categories") ? b["categories"] : b;
   if (!source.is_object())
-    throw UsageError(fmt::format("case {}: details.breakdown must be an object of seconds per category", full_id(c)));
+    throw UsageError(fmt::format("case {}: details.breakdown must be an object of seconds per category", c.full_id()));
   for (const auto& [name, value] : source.items())
     if (!value.is_number() || value.get<double>() < 0)
       throw UsageError(fmt::format("case {}: details.breakdown category '{}' must be a number of seconds >= 0",
-                                   full_id(c), name));
+                                   c.full_id(), name));
   return breakdown_categories(b);
 }
 
@@ -426,7 +425,7 @@ void gemm_algorithms_rule(const CaseResult& c, std::vector<Finding>& out) {
   const auto malformed = [&] {
     return UsageError(fmt::format("case {}: details.gemm_algorithms must be an array of objects with a boolean "
                                   "tensor_cores",
-                                  full_id(c)));
+                                  c.full_id()));
   };
   if (!algorithms.is_array()) throw malformed();
   const std::string policy = string_or(c.params, "tensor_cores", "on");
@@ -525,7 +524,7 @@ void speedup_rules(const ResultDocument& doc, const CaseResult& c, const CaseRes
 
 CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& facts, const CaseResult& c,
                              const CaseResult* base, const std::string& baseline) {
-  CaseExplanation e{full_id(c), c.precision, measured_speedup(facts, c, base), std::nullopt, {}};
+  CaseExplanation e{c.full_id(), c.precision, measured_speedup(facts, c, base), std::nullopt, {}};
   if (c.suite == "gemm") {
     gpu_gemm_rules(doc, c, e.findings);
     cpu_gemm_rules(c, doc, e.findings);
@@ -558,14 +557,14 @@ std::vector<Finding> cast_rules(const ResultDocument& doc, const CopyIndex& copi
     if (const auto gate = copy ? noise_gate(doc, c, *copy) : std::nullopt; gate && gate->closed()) {
       out.push_back(finding("too_noisy", "warning",
                             fmt::format("{} at {:.1f}% of a copy, but {}", c.name, *of_copy, gate->message()),
-                            {{"case", full_id(c)}, {"pct_of_copy", *of_copy}, {"noise", gate->noise}}));
+                            {{"case", c.full_id()}, {"pct_of_copy", *of_copy}, {"noise", gate->noise}}));
       continue;
     }
     out.push_back(finding("cast_slower_than_copy", "warning",
                           fmt::format("{} runs at {:.1f}% of a copy of the same elements: each cast in a mixed-"
                                       "precision step costs {:.1f}x a copy",
                                       c.name, *of_copy, 100.0 / *of_copy),
-                          {{"case", full_id(c)}, {"pct_of_copy", *of_copy}, {"gbps", member_or_null(c.rates, "gbps")}}));
+                          {{"case", c.full_id()}, {"pct_of_copy", *of_copy}, {"gbps", member_or_null(c.rates, "gbps")}}));
   }
   return out;
 }

@@ -100,11 +100,6 @@ Finding comparison_finding(const std::string& suite, const std::string& precisio
   return {"peer_comparison", m < 1 ? "warning" : "info", message, evidence};
 }
 
-bool has_flag(const ResultDocument& doc, const char* flag) {
-  const json& v = member_or_null(member_or_null(member_or_null(doc.env, "cpu"), "flags"), flag);
-  return v.is_boolean() && v.get<bool>();
-}
-
 // The CPU flags that would give `precision` a hardware path, and whether the CPU has any of them;
 // nothing for a precision without 16-bit float instructions to speak of, or a run on a GPU.
 struct Instructions {
@@ -116,9 +111,9 @@ struct Instructions {
 std::optional<Instructions> instructions_for(const ResultDocument& doc, const std::string& precision) {
   if (string_or(doc.run, "device", "cpu") != "cpu") return std::nullopt;
   if (precision.find("bf16") != std::string::npos)
-    return Instructions{"bf16", {"AVX512-BF16", "AMX-BF16"}, has_flag(doc, "avx512_bf16") || has_flag(doc, "amx_bf16")};
+    return Instructions{"bf16", {"AVX512-BF16", "AMX-BF16"}, has_cpu_flag(doc.env, "avx512_bf16") || has_cpu_flag(doc.env, "amx_bf16")};
   if (precision.find("fp16") != std::string::npos)
-    return Instructions{"fp16", {"AVX512-FP16", "AMX-FP16"}, has_flag(doc, "avx512_fp16") || has_flag(doc, "amx_fp16")};
+    return Instructions{"fp16", {"AVX512-FP16", "AMX-FP16"}, has_cpu_flag(doc.env, "avx512_fp16") || has_cpu_flag(doc.env, "amx_fp16")};
   return std::nullopt;
 }
 

@@ -193,11 +193,6 @@ std::vector<std::string> present_cpu_flags(const ResultDocument& doc) {
   return present;
 }
 
-bool has_cpu_flag(const ResultDocument& doc, const std::string& flag) {
-  const auto present = present_cpu_flags(doc);
-  return std::find(present.begin(), present.end(), flag) != present.end();
-}
-
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
@@ -205,8 +200,8 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 // The bf16 matmul instructions the CPU's flags say it has.
 std::vector<std::string> bf16_instructions(const ResultDocument& doc) {
   std::vector<std::string> names;
-  if (has_cpu_flag(doc, "avx512_bf16")) names.emplace_back("AVX512-BF16");
-  if (has_cpu_flag(doc, "amx_bf16")) names.emplace_back("AMX-BF16");
+  if (has_cpu_flag(doc.env, "avx512_bf16")) names.emplace_back("AVX512-BF16");
+  if (has_cpu_flag(doc.env, "amx_bf16")) names.emplace_back("AMX-BF16");
   return names;
 }
 
@@ -226,7 +221,7 @@ bool isa_below_bf16(const std::string& isa) {
 // the document does not say which ISA oneDNN used.
 std::optional<std::string> amx_left_out(const ResultDocument& doc) {
   const std::string isa = effective_isa(doc);
-  if (!has_cpu_flag(doc, "amx_bf16") || isa.empty() || isa == "avx512_core_amx") return std::nullopt;
+  if (!has_cpu_flag(doc.env, "amx_bf16") || isa.empty() || isa == "avx512_core_amx") return std::nullopt;
   const std::string limit =
       string_or(member_or_null(member_or_null(doc.env, "backend"), "onednn"), "default_isa_limit", "");
   if (!limit.empty()) return fmt::format("this CPU has AMX-BF16, left out of this run: {}", limit);
@@ -272,7 +267,7 @@ Finding converted_headline(const ResultDocument& doc, const std::map<std::string
 // What would make natively run bf16 GEMMs that measured slower than the baseline faster.
 std::string what_would_help(const ResultDocument& doc) {
   if (const auto amx = amx_left_out(doc)) return fmt::format(" AMX would help: {}.", *amx);
-  if (has_cpu_flag(doc, "amx_bf16")) return "";
+  if (has_cpu_flag(doc.env, "amx_bf16")) return "";
   return " AMX (Intel Sapphire Rapids and later) or a GPU with Tensor Cores would run them faster.";
 }
 
