@@ -443,6 +443,9 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
     work.push_back(fmt::format("{} training mode{}{}", trained, trained == 1 ? "" : "s",
                                skipped ? fmt::format(" ({} skipped)", skipped) : ""));
   }
+  // Before the start line, which says the run has begun (users and tests Ctrl-C after it), and
+  // before the environment is read (it takes a while): a Ctrl-C from here on keeps what finished.
+  install_interrupt_handler();
   if (job.leader()) {
     const std::string ranks =
         job.group->size() > 1 ? fmt::format(", {} ranks ({})", job.group->size(), job.launch.launcher) : "";
@@ -450,8 +453,6 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
                backend.device().backend, ranks);
     print_capability_notes(backend, gemms_run);
   }
-  // Before the environment is read (it takes a while): a Ctrl-C from here on keeps what finished.
-  install_interrupt_handler();
   ResultDocument document;
   document.created = utc_timestamp_now();
   document.env["ranks"] = every_rank(job, backend);
