@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <regex>
 #include <set>
 
@@ -19,8 +20,10 @@
 #include "cli/suite_selection.hpp"
 #include "cli/transformer_ops.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/interrupt.hpp"
 #include "core/progress.hpp"
+#include "core/user_regex.hpp"
 #include "microbench/case_profile.hpp"
 #include "microbench/runner.hpp"
 #include "microbench/table.hpp"
@@ -223,14 +226,32 @@ void keep_unmeasured(const std::string& out, const ResultDocument& document) {
   }
 }
 
+// Google Benchmark's own --benchmark_out=FILE among the arguments passed through, or nothing.
+std::optional<std::string> benchmark_out(const RunOptions& options) {
+  constexpr std::string_view kFlag = "--benchmark_out=";
+  for (const std::string& arg : options.benchmark_args)
+    if (arg.rfind(kFlag, 0) == 0) return arg.substr(kFlag.size());
+  return std::nullopt;
+}
+
 // The files a run writes besides --out, checked before any work: a side output that cannot be
 // written must not cost the run its result document. Google Benchmark's own --benchmark_out too.
+// No output may name an input (--data, --checkpoint-in) or another output.
 void check_side_outputs(const RunOptions& options) {
   const auto& transformer = options.transformer;
   if (!transformer.trace_file.empty()) check_writable(transformer.trace_file);
   if (!transformer.checkpoint_out.empty()) check_writable_folder(transformer.checkpoint_out);
-  for (const std::string& arg : options.benchmark_args)
-    if (arg.rfind("--benchmark_out=", 0) == 0) check_writable(arg.substr(std::string("--benchmark_out=").size()));
+  const std::optional<std::string> benchmark_file = benchmark_out(options);
+  if (benchmark_file) check_writable(*benchmark_file);
+  const std::vector<NamedPath> outputs = {{"--out", options.out},
+                                          {"--trace", transformer.trace_file},
+                                          {"--benchmark_out", benchmark_file.value_or("")},
+                                          {"--checkpoint-out", transformer.checkpoint_out}};
+  const std::vector<NamedPath> inputs = {{"--data", transformer.data_file}, {"--checkpoint-in", transformer.checkpoint_in}};
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (const NamedPath& input : inputs) refuse_overwriting(outputs[i], input);
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) refuse_overwriting(outputs[i], outputs[j]);
+  }
 }
 
 // The side outputs of the run's cases that could not be written mid-run (each was said on stderr
@@ -307,19 +328,18 @@ nlohmann::json every_rank(Job& job, const Backend& backend) {
   return ranks;
 }
 
-// Rank 0's progress lines; with several ranks also the document so far, rewritten to `out` after
-// each case: a rank that fails or is killed ends the whole job (MPI_Abort, mpirun) while rank 0 may
-// be waiting in a collective, with no chance to write at the end. Until the end the document says
-// run.interrupted. The other ranks print nothing.
-microbench::ProgressFn rank_progress(const Job& job, const std::string& out, const ResultDocument& header) {
-  if (!job.leader()) return [](std::size_t, std::size_t, const CaseResult&) {};
-  microbench::ProgressFn print = progress_printer();
-  if (job.group->size() == 1) return print;
+// With several ranks, rank 0's document so far, rewritten to `out` after each finished case
+// (microbenchmark case or training mode): a rank that fails or is killed ends the whole job
+// (MPI_Abort, mpirun) while rank 0 may be waiting in a collective, with no chance to write at the
+// end. Until the end the document says run.interrupted. One rank alone, and the other ranks, keep
+// nothing here.
+std::function<void(const CaseResult&)> finished_case_keeper(const Job& job, const std::string& out,
+                                                            const ResultDocument& header) {
+  if (!job.leader() || job.group->size() == 1) return [](const CaseResult&) {};
   auto finished = std::make_shared<ResultDocument>(header);
   finished->run["interrupted"] = true;
   auto said = std::make_shared<bool>(false);
-  return [print, finished, said, out](std::size_t done, std::size_t total, const CaseResult& r) {
-    print(done, total, r);
+  return [finished, said, out](const CaseResult& r) {
     finished->cases.push_back(r);
     try {
       write_file_atomically(out, finished->to_json().dump(2) + "\n");
@@ -327,6 +347,16 @@ microbench::ProgressFn rank_progress(const Job& job, const std::string& out, con
       if (!*said) fmt::print(stderr, "mpbench: error: {}: the finished cases are kept at the end only\n", e.what());
       *said = true;
     }
+  };
+}
+
+// Rank 0's progress lines, each finished case kept as above. The other ranks print nothing.
+microbench::ProgressFn rank_progress(const Job& job, const std::function<void(const CaseResult&)>& keep) {
+  if (!job.leader()) return [](std::size_t, std::size_t, const CaseResult&) {};
+  microbench::ProgressFn print = progress_printer();
+  return [print, keep](std::size_t done, std::size_t total, const CaseResult& r) {
+    print(done, total, r);
+    keep(r);
   };
 }
 
@@ -367,12 +397,7 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   const bool run_transformer = transformer && (options.precisions.empty() || !transformer_options.modes.empty());
   std::vector<GemmShape> shapes;
   for (const auto& text : options.shapes) shapes.push_back(parse_shape(text));
-  std::regex filter;
-  try {
-    filter = std::regex(options.filter.empty() ? ".*" : options.filter);
-  } catch (const std::regex_error& e) {
-    throw UsageError(fmt::format("bad --filter '{}': {}", options.filter, e.what()));
-  }
+  const std::regex filter = user_regex("--filter", options.filter.empty() ? ".*" : options.filter);
   check_writable(options.out);
   check_side_outputs(options);
   // --profile applies to every suite; --trace (which implies it) writes the transformer's traces only.
@@ -474,11 +499,12 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   if (plan) document.run["suites"].push_back(workloads::kTransformerSuite);
 
   microbench::RunOutcome outcome;
+  const auto keep_finished = finished_case_keeper(job, options.out, document);
   bool benchmark_out_lost = false;
   if (!specs.empty()) {
     const auto case_profiler = profile ? microbench::make_case_profiler(backend.device(), print_line) : nullptr;
     outcome = microbench::run_cases(backend, specs, sampler_config(options), options.benchmark_args,
-                                    rank_progress(job, options.out, document), case_profiler.get());
+                                    rank_progress(job, keep_finished), case_profiler.get());
     specs.clear();  // and with them the arrays their cases share (the bandwidth suite's), before training
     if (const auto problem = microbench::benchmark_out_problem(options.benchmark_args)) {
       fmt::print(stderr, "mpbench: error: {}; mpbench's own document is written as usual\n", *problem);
@@ -489,7 +515,8 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   if (plan && !outcome.interrupted) {
     const auto quiet = [](const std::string&) {};
     auto trained = workloads::run_transformer_suite(*plan, *ops, backend.device(),
-                                                    job.leader() ? workloads::TrainingProgress(print_line) : quiet);
+                                                    job.leader() ? workloads::TrainingProgress(print_line) : quiet,
+                                                    workloads::start_step_profiler, keep_finished);
     for (auto& c : trained.cases) outcome.cases.push_back(std::move(c));
     outcome.interrupted = trained.interrupted;
     workloads::compare_final_losses(outcome.cases);

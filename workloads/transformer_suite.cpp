@@ -691,8 +691,12 @@ std::optional<std::string> mode_skip_reason(const TransformerPlan& plan, Transfo
 
 TransformerOutcome run_transformer_suite(const TransformerPlan& plan, TransformerOps<float>& ops,
                                          const DeviceInfo& device, const TrainingProgress& progress,
-                                         const StartStepProfiler& start_profiler) {
+                                         const StartStepProfiler& start_profiler, const ModeFinished& finished) {
   TransformerOutcome outcome;
+  const auto keep = [&](CaseResult&& c) {
+    if (finished) finished(c);
+    outcome.cases.push_back(std::move(c));
+  };
   std::optional<MarkovChain> chain;
   std::optional<double> floor;
   if (plan.data_file.empty()) {
@@ -739,7 +743,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
       c.status = CaseStatus::skipped;
       c.message = *reason;
       progress(fmt::format("transformer {} {}: skipped: {}", c.name, c.precision, *reason));
-      outcome.cases.push_back(std::move(c));
+      keep(std::move(c));
       continue;
     }
     TransformerPlan mode_plan = plan;
@@ -753,7 +757,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
       outcome.interrupted = run.interrupted;
       if (run.interrupted && run.records.size() < static_cast<std::size_t>(plan.train.steps)) {
         keep_interrupted_steps(mode_plan, run, c);
-        outcome.cases.push_back(std::move(c));
+        keep(std::move(c));
         return outcome;
       }
       if (run.profiled && !run.profiled->unprofiled_reason.empty() && !run.interrupted &&
@@ -789,8 +793,12 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
       c.status = CaseStatus::error;
       c.message = e.what();
     }
-    if (c.status == CaseStatus::error) progress(fmt::format("transformer {} {}: error: {}", c.name, c.precision, c.message));
-    outcome.cases.push_back(std::move(c));
+    if (c.status == CaseStatus::error) {
+      if (plan.train.reducer && plan.train.reducer->world_size() > 1)
+        throw BackendError(fmt::format("transformer {} {}: {}", c.name, c.precision, c.message));
+      progress(fmt::format("transformer {} {}: error: {}", c.name, c.precision, c.message));
+    }
+    keep(std::move(c));
     if (outcome.interrupted) return outcome;  // during its profiled steps: its timed steps are kept
   }
   return outcome;

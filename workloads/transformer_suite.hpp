@@ -99,6 +99,8 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
 
 // One line per reported step, on stderr by the caller.
 using TrainingProgress = std::function<void(const std::string& line)>;
+// Each mode's case as soon as it is final (ok, error or skipped), before the next mode starts.
+using ModeFinished = std::function<void(const CaseResult& c)>;
 
 struct TransformerOutcome {
   std::vector<CaseResult> cases;  // one per mode, finished modes only when interrupted
@@ -110,14 +112,18 @@ struct TransformerOutcome {
 std::optional<std::string> mode_skip_reason(const TransformerPlan& plan, TransformerOps<float>& ops, amp::Mode mode);
 
 // Trains every mode of the plan on `ops`. A mode the ops cannot run (in the plan's attention
-// kernels, when they are set) is a skipped case with the reason; one that fails (out of memory, a NaN loss without loss scaling) is an error case, and the
-// next mode still runs. With plan.profile_steps, each mode then runs that many steps under the
-// profiler `start_profiler` gives (details.profile; on a GPU details.breakdown too); when it cannot
-// profile (profiler::CuptiUnavailable) the mode is marked unprofiled with the reason and a note
-// goes to `progress`.
+// kernels, when they are set) is a skipped case with the reason; one that fails (out of memory, a
+// NaN loss without loss scaling) is an error case, and the next mode still runs; but a data-parallel
+// mode (a reducer of several ranks) that fails on this rank throws BackendError naming the mode:
+// the other ranks would wait in its next all-reduce, so the caller ends the job. Each final case
+// goes to `finished` before the next mode starts. With plan.profile_steps, each mode then runs
+// that many steps under the profiler `start_profiler` gives (details.profile; on a GPU
+// details.breakdown too); when it cannot profile (profiler::CuptiUnavailable) the mode is marked
+// unprofiled with the reason and a note goes to `progress`.
 TransformerOutcome run_transformer_suite(const TransformerPlan& plan, TransformerOps<float>& ops,
                                          const DeviceInfo& device, const TrainingProgress& progress,
-                                         const StartStepProfiler& start_profiler = start_step_profiler);
+                                         const StartStepProfiler& start_profiler = start_step_profiler,
+                                         const ModeFinished& finished = {});
 
 // Adds, to each transformer case, its final loss against the fp32 case's (relative difference).
 void compare_final_losses(std::vector<CaseResult>& cases);

@@ -23,5 +23,8 @@ nlohmann::json mpi_environment();
 // The user-defined reduction's element step, on the host: a + b in fp32, rounded to `dtype`'s
 // 16-bit code (bf16 or fp16). Exposed for its test.
 std::uint16_t sum_16bit(std::uint16_t a, std::uint16_t b, DType dtype);
+// The reduction's loop: inout[i] = sum_16bit(in[i], inout[i], dtype) for i < n, on the vector
+// loops where the CPU has them. Exposed for its test.
+void sum_16bit_words(const std::uint16_t* in, std::uint16_t* inout, std::size_t n, DType dtype);
 
 }  // namespace mpbench::cpu

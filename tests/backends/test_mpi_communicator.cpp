@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "amp/formats.hpp"
 #include "backends/cpu/mpi_communicator.hpp"
@@ -38,6 +39,30 @@ TEST(MpiSum16, IsWithinHalfAnUlpOfTheExactSum) {
     // Half an ulp of the sum's binade: 2^(floor(log2|sum|) - 8).
     const double half_ulp = exact == 0 ? 0 : std::ldexp(1.0, static_cast<int>(std::floor(std::log2(std::abs(exact)))) - 8);
     ASSERT_LE(std::abs(got - exact), half_ulp) << num::bf16_bits_to_f32(a) << " + " << num::bf16_bits_to_f32(b);
+  }
+}
+
+// The loop MPI calls: every 16-bit code (NaNs, infinities and subnormals among them) against random
+// partners, over a length with a tail past the vector loops' groups of eight, bit for bit the
+// element step's sum.
+TEST(MpiSum16, TheReductionLoopGivesTheElementStepsBits) {
+  std::random_device device;
+  const unsigned seed = device();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> code(0, 0xFFFF);
+  const std::size_t n = 65536 + 5;
+  for (const DType dtype : {DType::bf16, DType::f16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    std::vector<std::uint16_t> in(n), inout(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      in[i] = static_cast<std::uint16_t>(i);
+      inout[i] = static_cast<std::uint16_t>(code(random));
+    }
+    const std::vector<std::uint16_t> before = inout;
+    cpu::sum_16bit_words(in.data(), inout.data(), n, dtype);
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(inout[i], cpu::sum_16bit(in[i], before[i], dtype)) << std::hex << in[i] << " + " << before[i];
   }
 }
 

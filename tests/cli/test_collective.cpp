@@ -40,6 +40,20 @@ class CollectiveUnderMpirun : public ::testing::Test {
     for (const auto& a : args) command.append(" ").append(shell_quote(a));
     return command;
   }
+  // Rank 1 runs mpbench as a child and kills it (SIGKILL: no handler, no goodbye) once rank 0 has
+  // written its first finished case to `out`; the job must end, not hang.
+  void killing_rank_1(const std::filesystem::path& out, const std::vector<std::string>& args) const {
+    const auto wrapper = folder_ / "kill_rank_1.sh";
+    std::ofstream(wrapper) << "#!/bin/sh\n"
+                              "if [ \"$OMPI_COMM_WORLD_RANK\" != 1 ]; then exec \"$@\"; fi\n"
+                              "\"$@\" & pid=$!\n"
+                              "while [ ! -s " << shell_quote(out.string()) << " ]; do sleep 0.1; done\n"
+                              "kill -9 $pid\nwait $pid\n";
+    std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+    const Invocation r = mpirun("-np 2 " + shell_quote(wrapper.string()) + " " + rank_command(args));
+    EXPECT_NE(r.status, 0) << r.err;
+    EXPECT_NE(r.status, 124) << "the rank left waited for the killed one: " << r.err;
+  }
   std::filesystem::path folder_;
 };
 
@@ -81,26 +95,28 @@ TEST_F(CollectiveUnderMpirun, RanksStartedWithOtherOptionsAreRefused) {
 }
 
 TEST_F(CollectiveUnderMpirun, AKilledRankEndsTheJobAndRankZeroKeepsTheFinishedCases) {
-  // Rank 1 runs mpbench as a child and kills it (SIGKILL: no handler, no goodbye) once rank 0 has
-  // written its first finished case.
   const auto out = folder_ / "killed.json";
-  const auto wrapper = folder_ / "kill_rank_1.sh";
-  std::ofstream(wrapper) << "#!/bin/sh\n"
-                            "if [ \"$OMPI_COMM_WORLD_RANK\" != 1 ]; then exec \"$@\"; fi\n"
-                            "\"$@\" & pid=$!\n"
-                            "while [ ! -s " << shell_quote(out.string()) << " ]; do sleep 0.1; done\n"
-                            "kill -9 $pid\nwait $pid\n";
-  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
-  const Invocation r = mpirun("-np 2 " + shell_quote(wrapper.string()) + " " +
-                              rank_command({"run", "--suite", "collective", "--device", "cpu", "--precision", "fp32",
-                                            "--out", out.string()}));
-  EXPECT_NE(r.status, 0) << r.err;
-  EXPECT_NE(r.status, 124) << "the rank left waited for the killed one: " << r.err;
+  killing_rank_1(out, {"run", "--suite", "collective", "--device", "cpu", "--precision", "fp32", "--out", out.string()});
   const nlohmann::json doc = nlohmann::json::parse(read_all(out));
   EXPECT_TRUE(doc["run"]["interrupted"].get<bool>());
   ASSERT_FALSE(doc["cases"].empty());
   EXPECT_EQ(doc["cases"][0]["status"], "ok") << doc["cases"][0].dump();
   EXPECT_LT(doc["cases"].size(), 24u) << "the full sweep's fp32 cases: the job was to be cut short";
+}
+
+// The same for data-parallel training: each finished mode is kept (2000 steps a mode, about a
+// second here, so the kill lands inside the second mode).
+TEST_F(CollectiveUnderMpirun, AKilledRankInTrainingKeepsTheFinishedModes) {
+  const auto out = folder_ / "killed-training.json";
+  killing_rank_1(out, {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--precision",
+                       "fp32,amp-bf16,bf16", "--steps", "2000", "--batch", "2", "--seq", "16", "--out", out.string()});
+  const nlohmann::json doc = nlohmann::json::parse(read_all(out));
+  EXPECT_TRUE(doc["run"]["interrupted"].get<bool>());
+  ASSERT_FALSE(doc["cases"].empty());
+  EXPECT_LT(doc["cases"].size(), 3u) << "every mode finished: the job was to be cut short";
+  EXPECT_EQ(doc["cases"][0]["precision"], "fp32");
+  EXPECT_EQ(doc["cases"][0]["status"], "ok") << doc["cases"][0].dump();
+  EXPECT_EQ(doc["cases"][0]["params"]["world_size"], 2);
 }
 
 // Data parallelism over 2 ranks against 1 rank accumulating 2 micro-batches of the same batches:
