@@ -2,6 +2,7 @@
 // from a fresh seed (odd sizes included), in fp32, bf16 and fp16 matmul precision, on the GEMM path
 // --cpu-gemm auto picks here and on the converted path forced; round_to bit for bit; the whole tiny
 // model in every mode a CPU trains; short training runs in amp-bf16 and amp-fp16.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -273,6 +274,131 @@ TEST_P(CpuOps, Matmul) {
         expect_both_close(dweight, bound, "dweight", &dweight_init, &backward_terms.dweight);
         expect_both_close(dbias, bound, "dbias", &dbias_init, &backward_terms.dbias);
       }
+    }
+  }
+}
+
+// A value's 16-bit pattern (bf16 or fp16) as a position on the number line: neighbours differ by 1.
+int ordered_bits(float x, num::Format format) {
+  const std::uint16_t bits = format == num::Format::bf16 ? num::f32_to_bf16_bits(x) : num::f32_to_f16_bits(x);
+  return bits & 0x8000 ? -(bits & 0x7FFF) : bits & 0x7FFF;
+}
+
+// Where the policy rounds at the same point in both ops, the CPU's rounded value must be the
+// reference's, bit for bit, except where the reference's unrounded value x lies within `noise[i]`
+// (what fp32 arithmetic in another order can move it, stated per value) of the midpoint between
+// two neighbours of the format: only there may the CPU land on the other one. Checked row by
+// row; a rounding the CPU adds, misses or does at another point moves values far from any
+// midpoint and fails, where a tolerance of one ulp would pass it.
+void expect_rounded_alike(const Vec& cpu_rounded, const Vec& unrounded, const Vec& noise, num::Format format,
+                          std::size_t row_width, const std::string& what) {
+  ASSERT_EQ(cpu_rounded.size(), unrounded.size()) << what;
+  std::size_t flips = 0, failures = 0;
+  std::string first;
+  for (std::size_t i = 0; i < unrounded.size(); ++i) {
+    const float expected = round_to_format(unrounded[i], format), actual = cpu_rounded[i];
+    if (std::bit_cast<std::uint32_t>(actual) == std::bit_cast<std::uint32_t>(expected)) continue;
+    const bool neighbour = std::abs(ordered_bits(actual, format) - ordered_bits(expected, format)) == 1 &&
+                           round_to_format(actual, format) == actual;
+    const double midpoint = (double(actual) + expected) / 2;
+    if (neighbour && std::abs(unrounded[i] - midpoint) <= noise[i]) {
+      ++flips;
+      continue;
+    }
+    if (failures++ == 0)
+      first = fmt::format("row {}, element {}: cpu {}, reference {} (unrounded {}, {} from the midpoint, noise {})",
+                          i / row_width, i % row_width, actual, expected, unrounded[i],
+                          std::abs(unrounded[i] - midpoint), noise[i]);
+  }
+  EXPECT_EQ(failures, 0u) << what << ": " << failures << " of " << unrounded.size()
+                          << " values rounded differently away from a rounding midpoint; first " << first;
+  // Flips need a value within the noise of a midpoint: a small share of the values.
+  EXPECT_LE(flips, unrounded.size() / 50 + 2) << what;
+}
+
+// A GEMM's bf16 or fp16 result (amp-bf16, bf16 and amp-fp16's matmuls): the CPU's fp32 sum of
+// exact products is rounded once, as the reference's double sum is; the sums differ by at most
+// (K + 1) * 2^-24 of the sum of the terms' magnitudes, and the reference's float by 2^-24 of it.
+TEST_P(CpuOps, HalfMatmulOutputsAreTheReferencesExceptAtRoundingMidpoints) {
+  for (const MatmulPrecision& precision : {kBf16Matmul, kFp16Matmul}) {
+    SCOPED_TRACE(precision_name(precision));
+    if (!set_precision(precision)) {
+      ADD_FAILURE() << "every CPU runs " << precision_name(precision) << ": " << *cpu_.unsupported(precision.gemm);
+      continue;
+    }
+    // GPT-2's c_attn on 64 positions, and odd sizes that leave vector tails.
+    for (auto [N, C, OC, spread] : {std::tuple{64, 256, 768, 0.1}, std::tuple{13, 37, 29, 1.0}, std::tuple{3, 5, 2, 2.0}}) {
+      SCOPED_TRACE(fmt::format("N {} C {} OC {} inputs within ±{}", N, C, OC, spread));
+      const Vec inp_values = random(N * C, -spread, spread), weight_values = random(OC * C, -spread, spread);
+      const Vec bias_values = random(OC, -spread, spread);
+      auto inp = both(inp_values), weight = both(weight_values), bias = both(bias_values), out = both(Vec(N * OC));
+      cpu_.matmul_forward(out.c(), inp.c(), weight.c(), bias.c(), N, C, OC);
+      ReferenceOps<float> unrounded_ref;
+      unrounded_ref.set_matmul_precision({precision.gemm, num::Format::fp32});
+      OpsArray<float> x(unrounded_ref, inp_values.size()), w(unrounded_ref, weight_values.size()),
+          b(unrounded_ref, bias_values.size()), y(unrounded_ref, out.ref.size());
+      x.upload(inp_values);
+      w.upload(weight_values);
+      b.upload(bias_values);
+      unrounded_ref.matmul_forward(y.data(), x.data(), w.data(), b.data(), N, C, OC);
+      const Vec terms = matmul_terms(inp_values, weight_values, &bias_values, Vec(N * OC, 0.0f), N, C, OC).out;
+      Vec noise(terms.size());
+      for (std::size_t i = 0; i < terms.size(); ++i) noise[i] = (C + 2) * 0x1p-24 * terms[i];
+      expect_rounded_alike(out.cpu.download(), y.download(), noise, precision.output, OC, "out");
+    }
+  }
+}
+
+// The attention probabilities as the att @ v GEMM reads them in bf16 or fp16 (every mixed mode):
+// the CPU's fp32 softmax of fp32 scores against the reference's double one, rounded once each.
+// The noise: a score's fp32 dot product of hs exact products is within hs * 2^-24 of the sum of
+// their magnitudes (times the scale), which moves a probability by twice that relatively (its
+// own score and the row's largest); the exponential, the row's sum and the normalization add
+// (t + 4) * 2^-24 relatively.
+TEST_P(CpuOps, AttentionOperandsAreTheReferencesExceptAtRoundingMidpoints) {
+  for (const MatmulPrecision& precision : {kBf16Matmul, kFp16Matmul}) {
+    SCOPED_TRACE(precision_name(precision));
+    if (!set_precision(precision)) {
+      ADD_FAILURE() << "every CPU runs " << precision_name(precision) << ": " << *cpu_.unsupported(precision.gemm);
+      continue;
+    }
+    // GPT-2 small's heads (hs 64) on 64 positions, near its starting scale and far from it; odd sizes.
+    for (auto [B, T, C, NH, spread] : {std::tuple{1, 64, 256, 4, 0.05}, std::tuple{1, 64, 256, 4, 1.0},
+                                       std::tuple{2, 17, 60, 3, 2.0}}) {
+      SCOPED_TRACE(fmt::format("B {} T {} C {} NH {} inputs within ±{}", B, T, C, NH, spread));
+      const Vec qkv_values = random(B * T * 3 * C, -spread, spread);
+      auto qkv = both(qkv_values), out = both(Vec(B * T * C)), att = both(Vec(B * NH * T * T));
+      cpu_.attention_forward(out.c(), att.c(), qkv.c(), B, T, C, NH);
+      ref_.attention_forward(out.r(), att.r(), qkv.r(), B, T, C, NH);
+      const int hs = C / NH;
+      const num::Format format = precision.output;
+      const Vec ref_att = att.ref.download(), cpu_att = att.cpu.download();
+      Vec cpu_operand(cpu_att.size()), noise(ref_att.size());
+      for (int b = 0; b < B; ++b) {
+        for (int h = 0; h < NH; ++h) {
+          for (int t = 0; t < T; ++t) {
+            double largest_terms = 0;  // over the row's scores
+            for (int t2 = 0; t2 <= t; ++t2) {
+              double terms = 0;
+              for (int i = 0; i < hs; ++i) {
+                const auto at = [&](int time, int part) {
+                  return round_to_format(qkv_values[(static_cast<std::size_t>(b) * T + time) * 3 * C + part * C + h * hs + i],
+                                         format);
+                };
+                terms += std::abs(double(at(t, 0)) * at(t2, 1));
+              }
+              largest_terms = std::max(largest_terms, terms);
+            }
+            const double relative = 2 * hs * 0x1p-24 * largest_terms / std::sqrt(double(hs)) + (t + 4) * 0x1p-24;
+            for (int t2 = 0; t2 < T; ++t2) {
+              const std::size_t i = ((static_cast<std::size_t>(b) * NH + h) * T + t) * T + t2;
+              cpu_operand[i] = round_to_format(cpu_att[i], format);
+              noise[i] = static_cast<float>(relative * ref_att[i]);
+            }
+          }
+        }
+      }
+      expect_rounded_alike(cpu_operand, ref_att, noise, format, T, "att as the GEMM reads it");
     }
   }
 }
@@ -774,3 +900,4 @@ INSTANTIATE_TEST_SUITE_P(Modes, CpuTraining,
 
 }  // namespace
 }  // namespace mpbench::workloads
+
