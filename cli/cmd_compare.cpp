@@ -17,6 +17,7 @@
 #include "compare/render.hpp"
 #include "compare/report.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace mpbench::cli {
 
@@ -97,6 +98,10 @@ int run_compare(const CompareArgs& args) {
   if (to_file) check_writable(args.out);
 
   const auto [base_paths, current_paths] = side_paths(args);
+  if (to_file) {
+    for (const auto& path : base_paths) refuse_overwriting({"--out", args.out}, {"BASE", path});
+    for (const auto& path : current_paths) refuse_overwriting({"--out", args.out}, {"NEW", path});
+  }
   const auto base = compare::load_side("base", base_paths), current = compare::load_side("new", current_paths);
   // The report in the requested format and as text, with its exit status.
   struct Rendered {

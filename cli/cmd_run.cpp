@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
+#include <cstdint>
+
 #include "backends/cpu/isa.hpp"
 #include "cli/commands.hpp"
 #include "cli/run.hpp"
@@ -26,6 +29,16 @@ const CLI::Validator kNonNegative(
       return CLI::detail::lexical_cast(text, value) && value >= 0 ? std::string() : "must be a number of 0 or more, got " + text;
     },
     "NON-NEGATIVE");
+// A whole number that fits 64 bits: CLI11 would take a larger one and saturate it to 2^64-1.
+const CLI::Validator kUint64(
+    [](std::string& text) {
+      std::uint64_t value = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (error == std::errc::result_out_of_range) return "must be at most 2^64-1 (18446744073709551615), got " + text;
+      return error == std::errc() && end == text.data() + text.size() ? std::string()
+                                                                      : "must be a whole number from 0 to 2^64-1, got " + text;
+    },
+    "UINT64");
 // Each suite's precisions, from the suites themselves; the transformer's are its modes, fp8 among
 // them although a default run leaves it out (`list --suite transformer` says why).
 std::string precision_help() {
@@ -105,7 +118,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--lr", t.max_lr, "peak learning rate after the warm-up (cosine decay to a tenth of it)")
       ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--seed", t.seed, "seed of the weights and of the synthetic data (0 to 2^64-1)")
-      ->check(kNonNegative)
+      ->check(kUint64)
       ->capture_default_str()
       ->group(training);
   const std::string profiling = "Profiling (after the measurements, never during them)";

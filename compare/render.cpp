@@ -106,12 +106,20 @@ std::string side_line(const std::vector<std::string>& sources, const std::string
                      fmt::join(cleaned(sources, clean), ", "));
 }
 
+// An interrupted side's cut-short and missing cases are not compared: said with the counts.
+std::string interrupted_note(const Report& r) {
+  if (r.interrupted_sides.empty()) return "";
+  return fmt::format("; interrupted: {} (its {} cut-short and {} missing cases are not compared)",
+                     fmt::join(r.interrupted_sides, " and "), r.cut_short(), r.missing.size());
+}
+
 std::string summary_line(const Report& r) {
   return fmt::format("{} regressed, {} newly failing, {} improved, {} noisy, {} same, {} not ok ({} skipped in both), "
                      "{} added, {} missing",
                      r.count(Verdict::regressed), r.newly_failing(), r.count(Verdict::improved),
                      r.count(Verdict::noisy), r.count(Verdict::same), r.not_ok.size(), r.skipped_in_both(),
-                     r.added.size(), r.missing.size());
+                     r.added.size(), r.missing.size()) +
+         interrupted_note(r);
 }
 
 std::string keys_line(const std::vector<CaseKey>& keys, Clean clean) {
@@ -227,7 +235,8 @@ std::string text_lists(const Report& r) {
   std::vector<Row> not_ok_rows;
   for (const auto& s : r.not_ok)
     if (!s.skipped_in_both())
-      not_ok_rows.push_back({s.key.label(), status_label(s), s.newly_failing() ? "NEWLY FAILING" : "", s.message});
+      not_ok_rows.push_back({s.key.label(), status_label(s), s.newly_failing() ? "NEWLY FAILING" : s.cut_short ? "not compared" : "",
+                             s.message});
   if (!not_ok_rows.empty()) lists += "not ok:\n" + aligned_table(not_ok_rows);
   if (r.skipped_in_both() > 0) lists += fmt::format("skipped in both runs: {} cases\n", r.skipped_in_both());
   if (!r.added.empty()) lists += fmt::format("added ({}): {}\n", r.added.size(), keys_line(r.added, shown));
@@ -360,7 +369,9 @@ std::string render_markdown(const Report& r) {
   std::vector<Row> not_ok_rows;
   for (const auto& s : r.not_ok)
     if (!s.skipped_in_both())
-      not_ok_rows.push_back({s.key.label(), status_label(s) + (s.newly_failing() ? " (newly failing)" : ""), s.message});
+      not_ok_rows.push_back({s.key.label(),
+                             status_label(s) + (s.newly_failing() ? " (newly failing)" : s.cut_short ? " (not compared)" : ""),
+                             s.message});
   if (!not_ok_rows.empty()) out += "#### Not ok\n\n" + markdown_table({"case", "status", "message"}, not_ok_rows) + "\n";
   if (r.skipped_in_both() > 0) out += fmt::format("Skipped in both runs: {} cases.\n\n", r.skipped_in_both());
   if (!r.added.empty()) out += fmt::format("**Added ({}):** {}\n\n", r.added.size(), keys_line(r.added, markdown_inline));
@@ -407,7 +418,8 @@ nlohmann::json comparison_json(const Comparison& c) {
 nlohmann::json status_json(const StatusChange& s) {
   auto j = key_json(s.key);
   j.update({{"base_status", case_status_name(s.base)}, {"new_status", case_status_name(s.current)},
-            {"newly_failing", s.newly_failing()}, {"skipped_in_both", s.skipped_in_both()}, {"message", s.message}});
+            {"newly_failing", s.newly_failing()}, {"skipped_in_both", s.skipped_in_both()}, {"cut_short", s.cut_short},
+            {"message", s.message}});
   return j;
 }
 
@@ -438,7 +450,8 @@ nlohmann::json summary_json(const Report& r) {
           {"improved", r.count(Verdict::improved)},   {"noisy", r.count(Verdict::noisy)},
           {"same", r.count(Verdict::same)},           {"not_ok", r.not_ok.size()},
           {"skipped_in_both", r.skipped_in_both()},   {"added", r.added.size()},
-          {"missing", r.missing.size()},              {"common_cases", r.common_cases}};
+          {"missing", r.missing.size()},              {"common_cases", r.common_cases},
+          {"cut_short", r.cut_short()},               {"interrupted_sides", r.interrupted_sides}};
 }
 
 }  // namespace

@@ -69,12 +69,17 @@ std::size_t Report::skipped_in_both() const {
   return std::count_if(not_ok.begin(), not_ok.end(), [](const StatusChange& s) { return s.skipped_in_both(); });
 }
 
+std::size_t Report::cut_short() const {
+  return std::count_if(not_ok.begin(), not_ok.end(), [](const StatusChange& s) { return s.cut_short; });
+}
+
 std::string Report::why_nothing_compared() const {
   if (!nothing_compared()) return "";
-  const std::size_t other_not_ok = not_ok.size() - skipped_in_both();
+  const std::size_t other_not_ok = not_ok.size() - skipped_in_both() - cut_short();
   const std::size_t without_figure = common_cases - not_ok.size();
   std::vector<std::string> parts;
   if (skipped_in_both() > 0) parts.push_back(fmt::format("{} skipped in both (what the hardware cannot run)", skipped_in_both()));
+  if (cut_short() > 0) parts.push_back(fmt::format("{} cut short by an interrupt", cut_short()));
   if (other_not_ok > 0) parts.push_back(fmt::format("{} not ok on one side", other_not_ok));
   if (without_figure > 0) parts.push_back(fmt::format("{} without a figure both sides measured", without_figure));
   return fmt::format("of the {} cases in common, {}", common_cases, fmt::join(parts, ", "));
@@ -107,6 +112,22 @@ std::vector<std::string> param_changes(const nlohmann::json& base, const nlohman
   return changes;
 }
 
+namespace {
+
+bool interrupted(const Side& side) {
+  return std::any_of(side.runs.begin(), side.runs.end(), [](const Run& run) {
+    const nlohmann::json& params = run.document.run;
+    return params.is_object() && params.value("interrupted", false) == true;
+  });
+}
+
+// An error case of an interrupted side whose message says the interrupt stopped it.
+bool cut_short_on(bool side_interrupted, const CaseResult& c) {
+  return side_interrupted && c.status == CaseStatus::error && c.message.rfind("interrupted", 0) == 0;
+}
+
+}  // namespace
+
 Report compare(const Side& base, const Side& current, const Options& options) {
   require_runs(base, options.min_runs);
   require_runs(current, options.min_runs);
@@ -118,6 +139,9 @@ Report compare(const Side& base, const Side& current, const Options& options) {
   report.current_machine = current.machine();
   report.ignored_files = base.ignored_files;
   report.ignored_files.insert(report.ignored_files.end(), current.ignored_files.begin(), current.ignored_files.end());
+  const bool base_interrupted = interrupted(base), current_interrupted = interrupted(current);
+  if (base_interrupted) report.interrupted_sides.push_back(base.name);
+  if (current_interrupted) report.interrupted_sides.push_back(current.name);
 
   const auto base_indexes = indexes_of(base), current_indexes = indexes_of(current);
   const auto base_runs = runs_by(base, base_indexes, key_of), current_runs = runs_by(current, current_indexes, key_of);
@@ -132,7 +156,9 @@ Report compare(const Side& base, const Side& current, const Options& options) {
     const CaseResult &worst_base = worst(b), &worst_current = worst(n);
     if (worst_base.status != CaseStatus::ok || worst_current.status != CaseStatus::ok) {
       report.not_ok.push_back({key, worst_base.status, worst_current.status,
-                               worst_current.message.empty() ? worst_base.message : worst_current.message});
+                               worst_current.message.empty() ? worst_base.message : worst_current.message,
+                               cut_short_on(base_interrupted, worst_base) ||
+                                   cut_short_on(current_interrupted, worst_current)});
       continue;
     }
     compare_case(report, key, b, n, options);

@@ -25,7 +25,10 @@ struct StatusChange {
   CaseKey key;
   CaseStatus base = CaseStatus::ok, current = CaseStatus::ok;
   std::string message;  // the new side's message, else the base's
-  bool newly_failing() const { return base == CaseStatus::ok && current == CaseStatus::error; }
+  // Not ok because an interrupt cut the case short on an interrupted side: not compared, and no
+  // failure (a full run against an interrupted one is no regression).
+  bool cut_short = false;
+  bool newly_failing() const { return base == CaseStatus::ok && current == CaseStatus::error && !cut_short; }
   // What the hardware or library cannot do, unchanged: counted, not listed line by line.
   bool skipped_in_both() const { return base == CaseStatus::skipped && current == CaseStatus::skipped; }
 };
@@ -37,6 +40,7 @@ struct Report {
   std::vector<Comparison> comparisons;  // regressed, improved, noisy, same; in case order within each
   std::vector<StatusChange> not_ok;
   std::vector<CaseKey> added, missing;
+  std::vector<std::string> interrupted_sides;  // "base", "new": a run of that side was interrupted
   std::vector<EnvironmentField> environment;
   std::vector<EnvironmentField> library_changes;  // the environment's changed driver and library versions
   std::vector<CaseAlgorithms> algorithms;          // the GEMM algorithms of the cases in common
@@ -45,6 +49,7 @@ struct Report {
   std::size_t count(Verdict v) const;
   std::size_t newly_failing() const;
   std::size_t skipped_in_both() const;
+  std::size_t cut_short() const;
   // Regressed when a comparison regressed or a case that was ok now fails with an error.
   bool regressed() const { return count(Verdict::regressed) > 0 || newly_failing() > 0; }
   bool nothing_compared() const { return comparisons.empty(); }

@@ -3,10 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <climits>
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -172,22 +170,6 @@ std::string utc_timestamp_now() {
 
 namespace {
 
-// Temporary files `path.tmp<pid>` that a process killed between writing and renaming left behind:
-// those of processes that no longer run are removed.
-void remove_stale_temporaries(const std::filesystem::path& path) {
-  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
-  const std::string prefix = path.filename().string() + ".tmp";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string digits = name.substr(prefix.size());
-    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(digits));
-    if (::kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove(entry.path(), ec);
-  }
-}
-
 // What an existing `path` is when it is not a regular file ("a device"), or nothing.
 std::optional<std::string> not_a_regular_file(const std::filesystem::path& path) {
   std::error_code ec;
@@ -205,8 +187,10 @@ std::optional<std::string> not_a_regular_file(const std::filesystem::path& path)
 
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& path, const std::string& contents) {
-  check_writable(path);
+void write_file_atomically(const std::filesystem::path& link_or_path, const std::string& contents) {
+  check_writable(link_or_path);
+  // The rename below would replace a link by a file and leave its target as it was.
+  const std::filesystem::path path = followed_links(link_or_path);
   remove_stale_temporaries(path);
   const auto temp = path.string() + fmt::format(".tmp{}", ::getpid());
   {
@@ -228,8 +212,9 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   }
 }
 
-void check_writable(const std::filesystem::path& path) {
-  if (path.empty()) throw UsageError("cannot write a file with an empty name: give a file name");
+void check_writable(const std::filesystem::path& link_or_path) {
+  if (link_or_path.empty()) throw UsageError("cannot write a file with an empty name: give a file name");
+  const std::filesystem::path path = followed_links(link_or_path);  // what write_file_atomically writes
   if (path.filename().string().size() > NAME_MAX || path.string().size() >= PATH_MAX)
     throw UsageError(fmt::format("cannot write '{}': the name is longer than the file system allows",
                                  path.string().substr(0, 80) + "..."));

@@ -64,7 +64,8 @@ struct ResultDocument {
 std::string utc_timestamp_now();
 
 // Writes to a temporary file beside `path` and renames it over `path`, so readers never see a
-// partial document; temporaries that killed processes left beside it are removed. Throws
+// partial document; temporaries that killed processes left beside it are removed. A `path` that
+// is a symbolic link is written through: its target gets the contents, the link stays. Throws
 // UsageError naming the path when it cannot be written (check_writable's reasons among them).
 void write_file_atomically(const std::filesystem::path& path, const std::string& contents);
 // Fails early, before a long run, when `path` cannot be created: an empty or overlong name, a

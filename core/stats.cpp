@@ -45,6 +45,8 @@ nlohmann::json Statistics::to_json() const {
 
 namespace {
 
+constexpr double kShortestTime = 1e-12, kLongestTime = 1e7;  // a picosecond; 116 days
+
 // The fields of a summary must agree with each other and with its samples: a reader that took a
 // min above the max or a negative time would compute ratios from them without noticing.
 void check_consistent(const Statistics& s, const JsonObject& fields) {
@@ -60,6 +62,16 @@ void check_consistent(const Statistics& s, const JsonObject& fields) {
   if (s.mean < s.min * (1 - kRounding) || s.mean > s.max * (1 + kRounding))
     wrong("mean", fmt::format("must be within min and max [{}, {}], is {}", s.min, s.max, s.mean));
   if (s.stddev < 0) wrong("stddev", fmt::format("must be 0 or more, is {}", s.stddev));
+  // A sample's standard deviation is below 0.71 times its range (equal samples' may round a little
+  // above 0): a larger one was not computed from samples within min and max, and a spread of
+  // 1e308 s overflows every interval built on it.
+  if (s.stddev > s.max - s.min + kRounding * s.max)
+    wrong("stddev", fmt::format("must be at most max - min ({}), is {}", s.max - s.min, s.stddev));
+  // No clock measures beyond these: a time of 5e-324 s made a change of +inf%.
+  for (const auto& [key, value] : {std::pair{"median", s.median}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}}) {
+    if ((value > 0 && value < kShortestTime) || value > kLongestTime)
+      wrong(key, fmt::format("must be 0 or between {:g} and {:g} seconds, is {}", kShortestTime, kLongestTime, value));
+  }
   for (std::size_t i = 0; i < s.values.size(); ++i)
     if (s.values[i] < s.min || s.values[i] > s.max)
       throw UsageError(fmt::format("{}[{}]: must be within min and max [{}, {}], is {}", fields.path_of("values"), i,

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/interrupt.hpp"
+#include "core/user_regex.hpp"
 #include "microbench/case_profile.hpp"
 
 namespace mpbench::microbench {
@@ -76,11 +77,7 @@ std::optional<BenchmarkFilter> benchmark_filter(const std::vector<std::string>& 
     filter.negative = true;
     spec->erase(0, 1);
   }
-  try {
-    filter.pattern = std::regex(*spec, std::regex::extended);
-  } catch (const std::regex_error& e) {
-    throw UsageError(fmt::format("bad --benchmark_filter '{}': {}", *spec, e.what()));
-  }
+  filter.pattern = user_regex("--benchmark_filter", *spec, std::regex::extended);
   return filter;
 }
 

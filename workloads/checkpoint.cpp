@@ -486,22 +486,14 @@ void write_checkpoint(const fs::path& dir, const GptConfig& config, const std::v
                       const std::vector<float>& params, const CheckpointBatch& batch, const json& mpbench_info) {
   check_batch(batch, config, params.size());
   const std::string model = safetensors(config, tensors, params, {{"format", "pt"}});
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw UsageError(fmt::format("cannot create the checkpoint folder '{}': {}", dir.string(),
-                                 ec ? ec.message() : "a file of that name is in the way"));
-  }
-  write_file_atomically(dir / "model.safetensors", model);
-  write_file_atomically(dir / "config.json", config_json(config, mpbench_info).dump(2) + "\n");
-  write_file_atomically(dir / "batch.json", batch_json(batch).dump() + "\n");
-  const fs::path grads = dir / "grads.safetensors";
-  if (!batch.grads.empty()) {
-    write_file_atomically(grads, safetensors(config, tensors, batch.grads, {{"format", "pt"}}));
-  } else if (fs::remove(grads, ec); ec) {
-    // A gradient file left from an earlier checkpoint would be taken for this batch's.
-    throw UsageError(fmt::format("cannot remove the stale '{}': {}", grads.string(), ec.message()));
-  }
+  // One unit: a kill midway must not leave new weights beside an old config or gradient.
+  write_folder_atomically(dir, [&](const fs::path& fresh) {
+    write_file_atomically(fresh / "model.safetensors", model);
+    write_file_atomically(fresh / "config.json", config_json(config, mpbench_info).dump(2) + "\n");
+    write_file_atomically(fresh / "batch.json", batch_json(batch).dump() + "\n");
+    if (!batch.grads.empty())
+      write_file_atomically(fresh / "grads.safetensors", safetensors(config, tensors, batch.grads, {{"format", "pt"}}));
+  });
 }
 
 Checkpoint read_checkpoint(const fs::path& dir) {

@@ -44,7 +44,9 @@ struct Checkpoint {
 std::vector<float> params_for(const Checkpoint& checkpoint, const GptConfig& target);
 
 // Writes the checkpoint of `params` (laid out as `tensors`, which may be any subset of
-// parameter_layout(config)) into `dir`, created if missing; each file is written atomically.
+// parameter_layout(config)) into `dir`, created if missing, as one unit: the files go into a new
+// folder that then replaces `dir` whole (core/files.hpp's write_folder_atomically), so a kill leaves
+// the old checkpoint or the new one, and files of an old one (a gradient) never outlive it.
 // batch.grads, when not empty, is laid out as params. Throws UsageError when a file cannot be
 // written or the inputs disagree in size.
 void write_checkpoint(const std::filesystem::path& dir, const GptConfig& config,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <new>
 #include <set>
 
 #include "core/error.hpp"
@@ -129,6 +130,38 @@ TokenBatch MarkovTokenStream::next_batch(int batch, int seq_len) {
 // over (the file's bytes, then the tokens).
 constexpr std::uint64_t kMaxTokenFileBytes = std::uint64_t{4} << 30;
 
+namespace {
+
+// Files of tokens in another layout would read as uint16 tokens that are all in the vocabulary
+// (GPT-2's ids fit 16 bits), training on nonsense without a word: llm.c's .bin files (a header of
+// 256 int32 beginning with its magic number) and 32-bit tokens (every high half zero).
+void check_not_another_format(const std::string& path, const std::string& bytes) {
+  const auto word = [&](std::size_t i) {
+    return static_cast<std::uint16_t>(static_cast<unsigned char>(bytes[2 * i]) |
+                                      static_cast<unsigned char>(bytes[2 * i + 1]) << 8);
+  };
+  constexpr std::uint32_t kLlmcMagic = 20240520;
+  if (bytes.size() >= 1024 && (word(0) | std::uint32_t{word(1)} << 16) == kLlmcMagic) {
+    throw UsageError("token file '" + path + "' starts with llm.c's header (magic 20240520): mpbench reads bare "
+                     "little-endian uint16 tokens; strip the 1024-byte header, e.g. tail -c +1025 FILE > TOKENS");
+  }
+  const std::size_t words = bytes.size() / 2;
+  constexpr std::size_t kEnoughToTell = 16;
+  if (words < kEnoughToTell || words % 2 != 0) return;
+  bool high_halves_zero = true, low_halves_zero = true;
+  for (std::size_t i = 0; i < words && high_halves_zero; i += 2) {
+    high_halves_zero = word(i + 1) == 0;
+    low_halves_zero = low_halves_zero && word(i) == 0;
+  }
+  if (high_halves_zero && !low_halves_zero) {
+    throw UsageError("token file '" + path + "' looks like 32-bit tokens (every second 16-bit word is 0): mpbench "
+                     "reads little-endian uint16 tokens; convert it, e.g. numpy.fromfile(FILE, numpy.uint32)"
+                     ".astype(numpy.uint16).tofile(TOKENS)");
+  }
+}
+
+}  // namespace
+
 std::vector<std::uint16_t> read_token_file(const std::string& path, int vocab) {
   const std::string bytes = read_regular_file(path, kMaxTokenFileBytes, "token file");
   if (bytes.empty()) throw UsageError("token file '" + path + "' is empty");
@@ -136,7 +169,14 @@ std::vector<std::uint16_t> read_token_file(const std::string& path, int vocab) {
     throw UsageError("token file '" + path + "' has " + std::to_string(bytes.size()) +
                      " bytes, an odd count: it must hold little-endian uint16 tokens");
   }
-  std::vector<std::uint16_t> tokens(bytes.size() / 2);
+  check_not_another_format(path, bytes);
+  std::vector<std::uint16_t> tokens;
+  try {
+    tokens.resize(bytes.size() / 2);
+  } catch (const std::bad_alloc&) {
+    throw UsageError("token file '" + path + "' has " + std::to_string(bytes.size()) +
+                     " bytes: not enough memory for its tokens beside them (twice the file's size)");
+  }
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     tokens[i] = static_cast<std::uint16_t>(static_cast<unsigned char>(bytes[2 * i]) |
                                            static_cast<unsigned char>(bytes[2 * i + 1]) << 8);

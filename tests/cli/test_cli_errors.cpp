@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "run_mpbench.hpp"
 
@@ -68,6 +69,17 @@ const BadInput kBadInputs[] = {
     {"shape_too_large", {"run", "--suite", "gemm", "--device", "cpu", "--shape", "1000000x1000000x1000000"}, "smaller shape"},
     {"malformed_shape", {"run", "--suite", "gemm", "--device", "cpu", "--shape", "12x"}, "MxNxK"},
     {"bad_filter", {"run", "--suite", "gemm", "--device", "cpu", "--filter", "(["}, "--filter"},
+    // std::regex recursed until the stack overflowed (SIGSEGV) on these.
+    {"filter_too_long", {"run", "--suite", "cast", "--device", "cpu", "--filter", std::string(100000, 'a')},
+     "bad --filter 'aaaa"},
+    {"filter_nested_too_deep",
+     {"run", "--suite", "cast", "--device", "cpu", "--filter", std::string(400, '(') + "a" + std::string(400, ')')},
+     "groups nested more than 16 deep"},
+    {"filter_repeated_too_often", {"run", "--suite", "cast", "--device", "cpu", "--filter", "((a{100}){100}){100}"},
+     "counted repetitions"},
+    {"benchmark_filter_too_long",
+     {"run", "--suite", "cast", "--device", "cpu", "--quick", "--benchmark_filter=" + std::string(100000, 'a')},
+     "bad --benchmark_filter"},
     {"filter_matches_nothing", {"run", "--suite", "cast", "--device", "cpu", "--filter", "no-such-case"}, "mpbench list"},
     {"unknown_benchmark_option", {"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "copy", "--benchmark_bogus=1"}, "--benchmark_bogus"},
     {"unknown_option", {"run", "--suite", "cast", "--frobnicate"}, "--frobnicate"},
@@ -127,6 +139,9 @@ const BadInput kBadInputs[] = {
     {"shape_beyond_64_bits", {"run", "--suite", "gemm", "--device", "cpu", "--shape", "2147483648x2147483648x1"}, "2^31"},
     {"shape_of_huge_operands", {"run", "--suite", "gemm", "--device", "cpu", "--shape", "2000000000x2000000000x1"}, "2^48"},
     {"negative_seed", {"run", "--suite", "transformer", "--device", "cpu", "--seed", "-1"}, "--seed"},
+    {"seed_beyond_64_bits", {"run", "--suite", "transformer", "--device", "cpu", "--seed", "18446744073709551616"},
+     "must be at most 2^64-1"},
+    {"seed_with_a_fraction", {"run", "--suite", "transformer", "--device", "cpu", "--seed", "1.5"}, "whole number"},
     // Files that are not regular files: never read as data, never replaced by a result.
     {"data_from_a_device", {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--data", "/dev/zero"},
      "is a device"},
@@ -183,6 +198,72 @@ TEST(CliCuda, DeviceCudaWithoutAGpuSaysWhyAndSuggestsTheCpu) {
   EXPECT_NE(r.err.find("--device cpu"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(folder / "r.json"));
   std::filesystem::remove_all(folder);
+}
+
+// An output that names an input of the same command (or another output) is refused before any
+// work, exit 2, naming both options; the input keeps its bytes.
+class CliOutputs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = std::filesystem::temp_directory_path() /
+              ("mpbench-cli-outputs-" + std::to_string(::getpid()) + "-" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(folder_);
+  }
+  void TearDown() override { std::filesystem::remove_all(folder_); }
+  std::string file(const std::string& name, const std::string& text = "precious bytes\n") {
+    std::ofstream(folder_ / name) << text;
+    return (folder_ / name).string();
+  }
+  std::string path(const std::string& name) const { return (folder_ / name).string(); }
+  void expect_refused(const std::vector<std::string>& args, const std::string& mentions) {
+    SCOPED_TRACE(mentions);
+    const Invocation r = run_mpbench(args, folder_);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
+  }
+  std::filesystem::path folder_;
+};
+
+TEST_F(CliOutputs, AnOutputThatNamesAnInputIsRefusedBeforeAnyWork) {
+  const std::string a = file("a.json"), b = file("b.json");
+  std::filesystem::create_symlink(b, path("link.json"));
+  expect_refused({"compare", a, b, "--out", a}, "--out '" + a + "' is the same file as BASE");
+  expect_refused({"compare", a, b, "--out", path("link.json")}, "is the same file as NEW");
+  std::filesystem::create_directories(path("runs"));
+  const std::string in_folder = file("runs/r.json");
+  expect_refused({"compare", "--base", path("runs"), "--new", b, "--out", in_folder}, "lies inside BASE");
+  const std::string tokens = file("tokens.bin", std::string(64, 'x'));
+  const std::vector<std::string> training = {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny",
+                                             "--steps", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = training;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_refused(with({"--data", tokens, "--out", tokens}), "is the same file as --data");
+  expect_refused(with({"--trace", path("r.json"), "--out", path("r.json")}), "--out '" + path("r.json") + "' is the same file as --trace");
+  expect_refused(with({"--benchmark_out=" + path("gb.json"), "--out", path("gb.json")}), "same file as --benchmark_out");
+  std::filesystem::create_directories(path("ckpt/fp32"));
+  expect_refused(with({"--checkpoint-in", path("ckpt/fp32"), "--checkpoint-out", path("ckpt")}),
+                 "--checkpoint-out '" + path("ckpt") + "' holds --checkpoint-in");
+  for (const std::string& input : {a, b, tokens, in_folder})
+    EXPECT_EQ(read_all(input), input == tokens ? std::string(64, 'x') : "precious bytes\n") << input;
+  EXPECT_FALSE(std::filesystem::exists(path("r.json")));
+  EXPECT_FALSE(std::filesystem::exists(path("gb.json")));
+}
+
+// --out as a symbolic link: the document goes to the link's target, the link stays (docs/cli.md).
+TEST_F(CliOutputs, AnOutThatIsALinkIsWrittenThrough) {
+  const std::string target = file("target.json", "old\n");
+  std::filesystem::create_symlink(target, path("link.json"));
+  const Invocation r = run_mpbench({"run", "--suite", "cast", "--device", "cpu", "--quick", "--filter", "cast/f32_to_bf16/",
+                                    "--out", path("link.json")},
+                                   folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(path("link.json")));
+  EXPECT_NE(read_all(target).find("\"schema\""), std::string::npos) << read_all(target);
 }
 
 }  // namespace

@@ -385,6 +385,34 @@ TEST(CaseStatuses, ANewlyFailingCaseOutranksNothingCompared) {
   EXPECT_EQ(compare_docs(base, current).exit_code(), kExitRegressed);
 }
 
+// A full run against one a Ctrl-C cut short: the case the interrupt stopped and those it never
+// reached are not compared, the summary says which side was interrupted, and it is no regression;
+// an error of the interrupted run that the interrupt did not cause still is one.
+TEST(CaseStatuses, AnInterruptedSideIsNotARegression) {
+  auto base = gemm_run(1e-4);
+  base.cases.push_back(timed_case("square_8192", "fp32", samples_around(8e-3, 0.01)));
+  auto current = gemm_run(1e-4);
+  current.cases[1] = failed_case("square_4096", "bf16", CaseStatus::error, "interrupted");
+  current.run["interrupted"] = true;
+  const auto r = compare_docs(base, current);
+  ASSERT_EQ(r.not_ok.size(), 1u);
+  EXPECT_TRUE(r.not_ok[0].cut_short);
+  EXPECT_FALSE(r.not_ok[0].newly_failing());
+  EXPECT_EQ(r.interrupted_sides, std::vector<std::string>{"new"});
+  EXPECT_EQ(r.exit_code(), kExitNoRegression);
+  const auto text = render_text(r);
+  EXPECT_NE(text.find("interrupted: new (its 1 cut-short and 1 missing cases are not compared)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("not compared"), std::string::npos) << text;
+  EXPECT_EQ(text.find("NEWLY FAILING"), std::string::npos) << text;
+
+  current.cases[1].message = "CUBLAS_STATUS_EXECUTION_FAILED";
+  EXPECT_EQ(compare_docs(base, current).exit_code(), kExitRegressed);
+  current.cases[1].message = "interrupted";
+  current.run["interrupted"] = false;  // the message alone is no interrupt
+  EXPECT_EQ(compare_docs(base, current).exit_code(), kExitRegressed);
+}
+
 TEST(CaseStatuses, AddedAndMissingCasesAreListed) {
   auto current = gemm_run(1e-4);
   current.cases.push_back(timed_case("square_8192", "fp32", samples_around(8e-3, 0.01)));

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <csignal>
 #include <random>
+#include <set>
 #include <fstream>
 #include <string>
 
@@ -75,6 +78,30 @@ TEST_F(Files, JsonIsOneValueWithNothingAfterIt) {
   }
 }
 
+// A syntax error, NaN, Infinity or trailing bytes: the file, line, column and byte, the field
+// being read, and what is wrong in mpbench's words; never the library's own text.
+TEST_F(Files, JsonErrorsNameThePositionAndTheFieldInWords) {
+  const struct {
+    std::string text, says;
+  } cases[] = {
+      {"{\"cases\": [{\"name\": \"a\"}, {\"metrics\": {\"median\": NaN}}]}",
+       "line 1, column 50 (byte 49), in field cases[1].metrics.median: 'NaN' is not a JSON number"},
+      {"{\n  \"run\": {\"interrupted\": Infinity}\n}", "line 2, column 26 (byte 27), in field run.interrupted: 'Infinity'"},
+      {"{\"a\": -Infinity}", "in field a: 'Infinity' is not a JSON number"},
+      {"{\"a\": 1}\n{\"b\": 2}", "line 2, column 1 (byte 9): text after the document's one JSON value"},
+      {"{\"a\": [1, 2,, 3]}", "in field a[2]: not JSON here"},
+      {"{\"a\": {\"b\": 1", "the text ends inside the document"},
+      {"{\"a\" 1}", "in field a: not JSON here"},
+  };
+  for (const auto& [text, says] : cases) {
+    const std::string error = usage_error_of([&] { parse_json_file_text(text, dir_ / "doc.json"); });
+    EXPECT_NE(error.find("doc.json' is not valid JSON at " ), std::string::npos) << error;
+    EXPECT_NE(error.find(says), std::string::npos) << "expected: " << says << "\ngot: " << error;
+    EXPECT_EQ(error.find("json.exception"), std::string::npos) << error;
+    EXPECT_EQ(error.find("parse error"), std::string::npos) << error;
+  }
+}
+
 // The JSON library takes a NUL for the end of its input: a document cut there would be read as
 // whole. Anywhere in the text, at a random place and at the edges, it is refused.
 TEST_F(Files, JsonWithANulByteAnywhereIsRefused) {
@@ -102,6 +129,104 @@ TEST_F(Files, JsonNestedBeyondTheBoundIsRefusedBeforeItIsBuilt) {
   }();
   EXPECT_NE(usage_error_of([&] { parse_json_file_text(objects, dir_ / "deep.json"); }).find("deeper"),
             std::string::npos);
+}
+
+TEST_F(Files, AnOutputOverAnInputIsRefusedThroughLinksAndFolders) {
+  const fs::path input = write("in.json", "x"), other = write("other.json", "y");
+  fs::create_symlink(input, dir_ / "soft.json");
+  ASSERT_EQ(::link(input.c_str(), (dir_ / "hard.json").c_str()), 0);
+  fs::create_directories(dir_ / "runs/fp32");
+  for (const fs::path& output : {input, dir_ / "soft.json", dir_ / "hard.json", dir_ / "." / "in.json"}) {
+    const std::string error = usage_error_of([&] { refuse_overwriting({"--out", output}, {"BASE", input}); });
+    EXPECT_NE(error.find("--out '" + output.string() + "' is the same file as BASE '" + input.string() + "'"),
+              std::string::npos)
+        << error;
+  }
+  write("runs/old.json", "a run");
+  EXPECT_NE(usage_error_of([&] { refuse_overwriting({"--out", dir_ / "runs/old.json"}, {"BASE", dir_ / "runs"}); })
+                .find("lies inside BASE"),
+            std::string::npos);
+  EXPECT_NO_THROW(refuse_overwriting({"--out", dir_ / "runs/new.json"}, {"BASE", dir_ / "runs"}));
+  EXPECT_NE(usage_error_of([&] { refuse_overwriting({"--checkpoint-out", dir_ / "runs"}, {"--checkpoint-in", dir_ / "runs/fp32"}); })
+                .find("holds --checkpoint-in"),
+            std::string::npos);
+  // Two outputs that do not exist yet, named two ways.
+  EXPECT_NE(usage_error_of([&] { refuse_overwriting({"--out", dir_ / "new.json"}, {"--trace", dir_ / "runs/../new.json"}); })
+                .find("same file"),
+            std::string::npos);
+  EXPECT_NO_THROW(refuse_overwriting({"--out", other}, {"BASE", input}));
+  EXPECT_NO_THROW(refuse_overwriting({"--out", dir_ / "runs.json"}, {"BASE", dir_ / "runs"}));
+  EXPECT_NO_THROW(refuse_overwriting({"--out", ""}, {"BASE", input}));
+}
+
+// A link is written through: the target gets the document and the link stays a link, also when
+// the target does not exist yet (a relative link); a loop of links is refused, named.
+TEST_F(Files, WritingALinkWritesItsTarget) {
+  const fs::path target = write("target.json", "old");
+  fs::create_symlink(target, dir_ / "link.json");
+  write_file_atomically(dir_ / "link.json", "new");
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.json"));
+  EXPECT_EQ(read_regular_file(target, 100, "file"), "new");
+  fs::create_symlink("later.json", dir_ / "dangling.json");
+  write_file_atomically(dir_ / "dangling.json", "made");
+  EXPECT_TRUE(fs::is_symlink(dir_ / "dangling.json"));
+  EXPECT_EQ(read_regular_file(dir_ / "later.json", 100, "file"), "made");
+  fs::create_symlink("loop-b", dir_ / "loop-a");
+  fs::create_symlink("loop-a", dir_ / "loop-b");
+  EXPECT_NE(usage_error_of([&] { write_file_atomically(dir_ / "loop-a", "x"); }).find("loop of symbolic links"),
+            std::string::npos);
+}
+
+std::set<std::string> names_in(const fs::path& folder) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(folder)) names.insert(entry.path().filename().string());
+  return names;
+}
+
+// A folder is replaced whole: a fill that fails leaves the old folder as it was and nothing beside
+// it; one that succeeds leaves only the new files (none of the old folder's survives).
+TEST_F(Files, AFolderIsReplacedWholeOrNotAtAll) {
+  const fs::path folder = dir_ / "ckpt";
+  write_folder_atomically(folder, [](const fs::path& fresh) {
+    std::ofstream(fresh / "weights") << "old weights";
+    std::ofstream(fresh / "grads") << "old grads";
+  });
+  EXPECT_EQ(names_in(folder), (std::set<std::string>{"weights", "grads"}));
+  EXPECT_THROW(write_folder_atomically(folder,
+                                       [](const fs::path& fresh) {
+                                         std::ofstream(fresh / "weights") << "new weights";
+                                         throw UsageError("disk full");
+                                       }),
+               UsageError);
+  EXPECT_EQ(read_regular_file(folder / "weights", 100, "file"), "old weights");
+  EXPECT_EQ(names_in(dir_), (std::set<std::string>{"ckpt"}));
+  write_folder_atomically(folder, [](const fs::path& fresh) { std::ofstream(fresh / "weights") << "new weights"; });
+  EXPECT_EQ(names_in(folder), (std::set<std::string>{"weights"}));
+  EXPECT_EQ(read_regular_file(folder / "weights", 100, "file"), "new weights");
+  EXPECT_EQ(names_in(dir_), (std::set<std::string>{"ckpt"}));
+}
+
+// A process killed while it fills the new folder leaves the old one whole; the next write removes
+// what the killed one left.
+TEST_F(Files, AKillWhileAFolderIsWrittenLeavesTheOldOne) {
+  const fs::path folder = dir_ / "ckpt";
+  write_folder_atomically(folder, [](const fs::path& fresh) { std::ofstream(fresh / "weights") << "old"; });
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    write_folder_atomically(folder, [](const fs::path& fresh) {
+      std::ofstream(fresh / "weights") << "half";
+      ::kill(::getpid(), SIGKILL);
+    });
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(read_regular_file(folder / "weights", 100, "file"), "old");
+  EXPECT_EQ(names_in(dir_).size(), 2u) << "the killed process's folder is beside the old one";
+  write_folder_atomically(folder, [](const fs::path& fresh) { std::ofstream(fresh / "weights") << "new"; });
+  EXPECT_EQ(names_in(dir_), (std::set<std::string>{"ckpt"}));
 }
 
 TEST(JsonFields, EachWrongFieldIsNamedWithWhereItIs) {

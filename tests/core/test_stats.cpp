@@ -114,6 +114,11 @@ TEST(Statistics, InconsistentSummariesAreRefusedNamingTheField) {
         {[&](auto& j) { j["samples"] = 2.5; }, ".samples: must be a whole number"},
         {[&](auto& j) { j.erase("samples"); }, ".samples: missing"},
         {[&](auto& j) { j["values"][rng() % j["values"].size()] = max * 3; }, ".values["},
+        // Finite but beyond any measurement: ratios and intervals of them overflowed to ±inf%.
+        {[&](auto& j) { j["stddev"] = 1e308; }, ".stddev: must be at most max - min"},
+        {[&](auto& j) { j["stddev"] = (max - min) * 1.01 + 1e-300; }, ".stddev: must be at most max - min"},
+        {[&](auto& j) { j = Statistics::of({5e-324, 5e-324}).to_json(); }, ".median: must be 0 or between 1e-12"},
+        {[&](auto& j) { j = Statistics::of({1e300}).to_json(); }, ".median: must be 0 or between 1e-12"},
     };
     for (const auto& [mutate, says] : mutations) {
       nlohmann::json j = good;

@@ -7,7 +7,8 @@ or rate), and config.json sizes of unknown configs at and beyond every bound. It
 (a signal), a hang (the time limit), an exit status other than 0 or 2 (for compare on a
 well-formed pair, also 1 and 3), exit 1 or 3 from compare on a malformed document, inconsistent
 metrics accepted, and an error that is not one line naming the file and, for a result document,
-the field."""
+the field. Text that is not JSON (NaN or Infinity for a number, bytes after the document, a
+character taken out) must be refused naming the line, column and byte, and the field of a NaN."""
 import json
 import os
 import random
@@ -130,6 +131,36 @@ def break_metrics(document, rng):
     return json.dumps(doc), field
 
 
+# A JSON error's place: line, column and byte, in mpbench's words (never the library's text).
+SYNTAX_POSITION = re.compile(r"is not valid JSON at line \d+, column \d+ \(byte \d+\)")
+
+
+def strictly_json(text):
+    """Whether text is one JSON value as the standard has it (Python's json takes NaN and Infinity)."""
+    def no_constants(name):
+        raise ValueError(name)
+    try:
+        json.loads(text, parse_constant=no_constants)
+    except ValueError:
+        return False
+    return True
+
+
+def break_syntax(document, rng):
+    """The document's text made not JSON: NaN or Infinity for one of its numbers (which must be
+    named with its field), bytes after it, or one structural character taken out."""
+    text = json.dumps(document, indent=rng.choice([None, 1]))
+    kind = rng.choice(["NaN", "Infinity", "-Infinity", "trailing", "cut"])
+    if kind in ("NaN", "Infinity", "-Infinity"):
+        number = rng.choice(list(re.finditer(r'(?<=": )-?\d+(\.\d+)?([eE][-+]?\d+)?', text)))
+        return text[:number.start()] + kind + text[number.end():], True
+    if kind == "trailing":
+        return text + rng.choice(["x", "{}", "\n" + text, " 1", ",", "\x01"]), False
+    structural = [i for i, ch in enumerate(text) if ch in ',:[]{}"']
+    at = rng.choice(structural)
+    return text[:at] + text[at + 1:], False
+
+
 # Sizes for a config.json of a config mpbench does not know: at and beyond every bound, up to 2^64.
 HUGE = [2 ** 16, 2 ** 20 + 1, 2 ** 24, 2 ** 24 + 1, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 40, 2 ** 53 + 1, 2 ** 63 - 1,
         2 ** 64 - 1, -1, -2 ** 63, 0, 1.5, 1e300]
@@ -232,6 +263,19 @@ def test_readers_survive_mutated_files(tmp_path, checkpoint):
                            field_named=True)
             if done is not None and done.returncode == 2 and f".{field}" not in done.stderr:
                 findings.problems.append(f"{command[0]}: inconsistent {field} named otherwise: {done.stderr.strip()}")
+        # Not JSON at all: refused, naming the position (and, for a NaN or Infinity, the field).
+        text, names_field = break_syntax(rng.choice(documents), rng)
+        if not strictly_json(text):
+            doc.write_text(text, encoding="latin-1")
+            for command in (["explain", str(doc)], ["compare", str(base), str(doc)]):
+                done = run(command, tmp_path)
+                findings.check(f"{command[0]} of text that is not JSON", doc.read_bytes(), done, {2}, str(doc))
+                if done is None or done.returncode != 2:
+                    continue
+                if not SYNTAX_POSITION.search(done.stderr) or "json.exception" in done.stderr:
+                    findings.problems.append(f"{command[0]}: no position in mpbench's words: {done.stderr.strip()}")
+                elif names_field and ", in field " not in done.stderr:
+                    findings.problems.append(f"{command[0]}: a NaN or Infinity without its field: {done.stderr.strip()}")
         # A checkpoint's files and a token file, every few rounds (each is a short training run).
         if round_ % 4 == 0:
             target = rng.choice(["config.json", "config.json (huge)", "batch.json", "model.safetensors"])

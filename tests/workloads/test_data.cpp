@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "core/error.hpp"
 #include "workloads/data.hpp"
@@ -125,6 +126,35 @@ TEST_F(TokenFile, BadFilesAreUsageErrors) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("token 10"), std::string::npos) << e.what();
   }
+}
+
+// Random GPT-2 token ids written in another layout than uint16: each is refused, named, never
+// read as uint16 tokens (which would all be within the vocabulary); the same ids as uint16 read.
+TEST_F(TokenFile, TokensOfAnotherLayoutAreRefused) {
+  std::mt19937 rng(std::random_device{}());
+  std::vector<std::uint32_t> ids(64);
+  for (auto& id : ids) id = 1 + rng() % 50256;
+  const auto as_bytes = [&](int width) {
+    std::vector<unsigned char> bytes;
+    for (std::uint32_t id : ids)
+      for (int b = 0; b < width; ++b) bytes.push_back(static_cast<unsigned char>(id >> (8 * b)));
+    return bytes;
+  };
+  const auto error_of = [](const std::string& path) {
+    try {
+      read_token_file(path, 50257);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(read_token_file(write("ids16.bin", as_bytes(2)), 50257).size(), ids.size());
+  EXPECT_NE(error_of(write("ids32.bin", as_bytes(4))).find("looks like 32-bit tokens"), std::string::npos);
+  std::vector<unsigned char> llmc(1024, 0);
+  for (int b = 0; b < 4; ++b) llmc[b] = static_cast<unsigned char>(20240520u >> (8 * b));
+  const auto tokens = as_bytes(2);
+  llmc.insert(llmc.end(), tokens.begin(), tokens.end());
+  EXPECT_NE(error_of(write("llmc.bin", llmc)).find("llm.c's header"), std::string::npos);
 }
 
 }  // namespace
