@@ -266,5 +266,24 @@ TEST_F(CliOutputs, AnOutThatIsALinkIsWrittenThrough) {
   EXPECT_NE(read_all(target).find("\"schema\""), std::string::npos) << read_all(target);
 }
 
+// A token file larger than the process may hold (here: a sparse 3 GiB file under a 2 GB address
+// space limit) is refused, named, exit 2: it was std::bad_alloc, exit 1.
+TEST_F(CliOutputs, ATokenFileTooLargeForMemoryIsNamedExitTwo) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's shadow memory does not fit under an address space limit";
+#endif
+  const std::string tokens = path("huge.bin");
+  std::filesystem::resize_file(file("huge.bin", ""), std::uintmax_t{3} << 30);
+  const std::string command =
+      "ulimit -v 2000000; exec " + shell_quote(mpbench_binary()) +
+      " run --suite transformer --device cpu --config tiny --steps 3 --precision fp32 --data " + shell_quote(tokens) +
+      " --out " + shell_quote(path("r.json")) + " 2>" + shell_quote(path("err.txt"));
+  const int raw = std::system(("bash -c " + shell_quote(command)).c_str());
+  const std::string err = read_all(path("err.txt"));
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 2) << err;
+  EXPECT_NE(err.find("token file '" + tokens + "' has 3221225472 bytes"), std::string::npos) << err;
+  EXPECT_EQ(count_lines(err), 1) << err;
+}
+
 }  // namespace
 }  // namespace mpbench::testing
