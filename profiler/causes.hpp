@@ -49,8 +49,10 @@ std::vector<Finding> document_causes(const ResultDocument& doc);
 
 // Causes of one case against its baseline case (null where it has none): small batch with casts,
 // a small Tensor-Core-eligible share, pseudo-fp16 sgemm; on a baseline case itself (`base` null,
-// its precision the baseline), whether its GEMMs were pedantic.
-void case_causes(const CaseResult& c, const CaseResult* base, const std::string& baseline, std::vector<Finding>& out);
+// its precision the baseline), whether its GEMMs were pedantic (for an fp32 or tf32 baseline, with
+// the document's pedantic fp32 case, where it has one, as the comparison).
+void case_causes(const ResultDocument& doc, const CaseResult& c, const CaseResult* base, const std::string& baseline,
+                 std::vector<Finding>& out);
 
 // The kernels' speedup against the step's (`speedup`, measured): where the step gained less than
 // host_bound_step's share of it, the host holds the step. A ratio: call it past the noise gate.

@@ -542,7 +542,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
   }
   gemm_algorithms_rule(c, e.findings);
   vocabulary_rule(c, e.findings);
-  case_causes(c, base, baseline, e.findings);
+  case_causes(doc, c, base, baseline, e.findings);
   return e;
 }
 

@@ -24,10 +24,11 @@ json step(const std::string& suite, const std::string& backend, const std::strin
           {"rates", json::object()}, {"details", details}};
 }
 
-Explanation explained(json cases, json run, json env = json::object()) {
+Explanation explained(json cases, json run, json env = json::object(), const std::string& baseline = "fp32") {
   return explain(ResultDocument::from_json({{"schema", kResultSchema}, {"created", "2026-12-04T00:00:00Z"},
                                             {"env", env}, {"run", run}, {"cases", cases},
-                                            {"speedups", json::array()}}));
+                                            {"speedups", json::array()}}),
+                 baseline);
 }
 
 // The first finding of that rule anywhere in the explanation, or null.
@@ -163,6 +164,31 @@ TEST(Causes, AnFp32BaselineOnTf32TensorCoresIsNamed) {
   EXPECT_EQ(f->evidence["math"], "TF32 on Tensor Cores");
   EXPECT_NE(f->message.find("--baseline tf32"), std::string::npos) << f->message;
   EXPECT_FALSE(fired(explained(pair("CUBLAS_COMPUTE_32F_PEDANTIC", false), kCuda), "baseline_not_pedantic"));
+}
+
+// explain --baseline tf32: the baseline already runs on Tensor Cores, which, not the mode, keeps
+// the gain small; with a pedantic fp32 case in the run, how far ahead of it the baseline is.
+TEST(Causes, ATf32BaselineSaysItIsOnTensorCoresAndWhatPedanticFp32Shows) {
+  const json tf32_record = {{"algorithm", {{"tensor_cores", true}, {"compute_type", "CUBLAS_COMPUTE_32F_FAST_TF32"}}}};
+  const json pedantic_record = {{"algorithm", {{"tensor_cores", false}, {"compute_type", "CUBLAS_COMPUTE_32F_PEDANTIC"}}}};
+  const auto run = [&](bool with_fp32) {
+    json cases = json::array({step("gemm", "cuda", "tf32", 0.004, tf32_record),
+                              step("gemm", "cuda", "bf16", 0.003, {{"algorithm", {{"tensor_cores", true}}}})});
+    if (with_fp32) cases.push_back(step("gemm", "cuda", "fp32", 0.020, pedantic_record));
+    return cases;
+  };
+  const auto with_fp32 = explained(run(true), kCuda, json::object(), "tf32");
+  const Finding* f = fired(with_fp32, "baseline_not_pedantic");
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->message.find("the tf32 baseline already runs on Tensor Cores"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("CUBLAS_COMPUTE_32F_FAST_TF32"), std::string::npos) << f->message;
+  EXPECT_NEAR(f->evidence["baseline_speedup_over_pedantic_fp32"].get<double>(), 5.0, 1e-9);
+  EXPECT_NE(f->message.find("already 5.00x faster than pedantic fp32"), std::string::npos) << f->message;
+  const Finding* alone = fired(explained(run(false), kCuda, json::object(), "tf32"), "baseline_not_pedantic");
+  ASSERT_TRUE(alone);
+  EXPECT_NE(alone->message.find("a pedantic fp32 baseline (CUBLAS_COMPUTE_32F_PEDANTIC"), std::string::npos)
+      << alone->message;
+  EXPECT_FALSE(alone->evidence.contains("pedantic_fp32_case"));
 }
 
 TEST(Causes, PseudoFp16SgemmByKernelNameOrAlgorithmRecord) {

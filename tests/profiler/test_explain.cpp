@@ -478,6 +478,9 @@ json sampled_case(const std::string& suite, const std::string& name, const std::
   json c = case_json(suite, name, "cpu", precision, median_s, {{"measurement", {{"converged", spread <= 0.02}}}},
                      std::move(params), std::move(rates));
   c["metrics"]["seconds"]["stddev"] = spread * median_s;
+  // A range at least as wide as the standard deviation, as samples that spread so have.
+  c["metrics"]["seconds"]["min"] = median_s / (1 + spread);
+  c["metrics"]["seconds"]["max"] = median_s * (1 + spread);
   return c;
 }
 
