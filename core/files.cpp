@@ -129,25 +129,43 @@ std::string what_is_wrong(const std::string& text, std::size_t offset, bool valu
 
 }  // namespace
 
-nlohmann::json parse_json_file_text(const std::string& text, const fs::path& path) {
-  // The parser takes a NUL for the end of the text: whatever follows one would go unread.
-  if (const auto nul = text.find('\0'); nul != std::string::npos)
-    throw UsageError(fmt::format("'{}' holds a NUL byte at byte {}: not JSON text", path.string(), nul));
+namespace {
+
+// The deepest nesting of arrays and objects in `text` (brackets inside strings left out), counted
+// before parsing, so that the parse itself needs no callback on every value (which took more time
+// than the parse).
+int nesting_depth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// The parse error of invalid `text`, in words: parsed again with a callback that follows where in
+// the document the parser is, to name the field.
+[[noreturn]] void throw_parse_error(const std::string& text, const fs::path& path) {
   JsonLocation location;
   bool value_complete = false;
-  // The callback sees every value with its depth; refusing a deep one stops the parse before the
-  // document is built, so a hostile nesting never reaches code that recurses over it.
-  const auto bounded = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    if (depth >= kMaxJsonDepth)  // depth counts from 0 at the top level
-      throw UsageError(fmt::format("'{}' nests JSON deeper than {} levels: not an mpbench file", path.string(),
-                                   kMaxJsonDepth));
+  const auto follow = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     location.on(event, parsed);
     value_complete = depth == 0 && event != nlohmann::json::parse_event_t::object_start &&
                      event != nlohmann::json::parse_event_t::array_start && event != nlohmann::json::parse_event_t::key;
     return true;
   };
   try {
-    return nlohmann::json::parse(text, bounded);
+    [[maybe_unused]] const nlohmann::json parsed = nlohmann::json::parse(text, follow);
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is one past the character the parser stopped at.
     const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
@@ -156,6 +174,24 @@ nlohmann::json parse_json_file_text(const std::string& text, const fs::path& pat
     throw UsageError(fmt::format("'{}' is not valid JSON at line {}, column {} (byte {}){}: {}", path.string(), line,
                                  column, offset, field.empty() ? "" : ", in field " + field,
                                  what_is_wrong(text, offset, value_complete)));
+  }
+  throw UsageError(fmt::format("'{}' is not valid JSON", path.string()));
+}
+
+}  // namespace
+
+nlohmann::json parse_json_file_text(const std::string& text, const fs::path& path) {
+  // The parser takes a NUL for the end of the text: whatever follows one would go unread.
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    throw UsageError(fmt::format("'{}' holds a NUL byte at byte {}: not JSON text", path.string(), nul));
+  // Refused before the parse, so a hostile nesting never reaches code that recurses over it.
+  if (nesting_depth(text) > kMaxJsonDepth)
+    throw UsageError(fmt::format("'{}' nests JSON deeper than {} levels: not an mpbench file", path.string(),
+                                 kMaxJsonDepth));
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    throw_parse_error(text, path);
   }
 }
 
