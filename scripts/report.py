@@ -14,17 +14,21 @@ machine and, with --prices, per dollar and per watt.
 
 Exit status: 0 on success, 2 on unusable input (unreadable or non-regular file, malformed JSON,
 NaN or Infinity, nesting deeper than 64 levels, another schema, no document, bad --prices file,
-unknown --reference-machine). The report is drawn in a temporary folder beside DIR and its files
-are moved into DIR only when all of them are written: a failure leaves DIR as it was, and so do
-Ctrl-C, SIGTERM and SIGHUP (exit 128 + the signal), which also remove the temporary folder; one
-left by a killed run is removed by the next run that writes beside it.
+unknown --reference-machine) or without matplotlib or jsonschema, each said on one line. The
+report is drawn in a temporary folder beside DIR and its files are moved into DIR only when all
+of them are written: a failure leaves DIR as it was, and so do Ctrl-C, SIGTERM and SIGHUP (exit
+128 + the signal), which also remove the temporary folder; one left by a killed run is removed by
+the next run that writes beside it.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import csv
+import hashlib
 import html
+import importlib
+import io
 import itertools
 import json
 import math
@@ -35,15 +39,30 @@ import signal
 import stat
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jsonschema
-import matplotlib
 
+
+def required_module(name: str):
+    """A module of scripts/requirements.txt, or one line saying how to get it and exit 2: a
+    traceback would bury the fix."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        package = name.split(".")[0]
+        print(f"report.py: error: {package} is not installed (get it with bash scripts/setup.sh, then run "
+              f".venv/bin/python scripts/report.py; or with pip install -r scripts/requirements.txt; "
+              f"the import said: {e})", file=sys.stderr)
+        sys.exit(2)
+
+
+jsonschema = required_module("jsonschema")
+matplotlib = required_module("matplotlib")
 matplotlib.use("Agg")  # no display on CI machines; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
+plt = required_module("matplotlib.pyplot")
+required_module("matplotlib.ticker")
 
 SCHEMA = "mpbench.result/1"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "results" / "schema" / "result-1.schema.json"
@@ -57,6 +76,9 @@ HOST_TRANSFER_KERNELS = ("h2d_pinned", "d2h_pinned")
 
 plt.rcParams["svg.hashsalt"] = "mpbench"  # stable ids, so reports diff cleanly
 plt.rcParams["svg.fonttype"] = "none"  # text stays text: smaller files, searchable labels
+plt.rcParams["text.parse_math"] = False  # a "$" in a case or machine name is drawn, not read as TeX
+# A name in a script the font lacks is drawn as boxes; matplotlib's warning per glyph and figure is noise.
+warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
 
 
 class ReportError(Exception):
@@ -75,25 +97,36 @@ def refuse_constant(name: str):
     raise ValueError(f"{name} is not a JSON number (mpbench writes null where it has no number)")
 
 
-def finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} overflows a double")
-    return value
+CONTAINERS = {dict, list}
+# A number literal, loosely: enough to find the one that overflowed once an infinity is found.
+NUMBER_LITERAL = re.compile(r"-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?")
 
 
-def too_deep(value) -> bool:
-    stack = [(value, 1)]
+def json_problem(value) -> str | None:
+    """"deep" where containers nest deeper than MAX_JSON_DEPTH, "overflow" where a number parsed
+    as infinity, else None. Only containers are walked and their elements are tested in C: an
+    array of numbers (millions of timing samples in a long run) costs no Python step per element,
+    which checking each number as it is parsed did."""
+    stack = [([value], 0)]  # the value in a list, so that a top-level number is tested too
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > MAX_JSON_DEPTH:
-                return True
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return False
+        if depth > MAX_JSON_DEPTH:
+            return "deep"
+        children = item.values() if type(item) is dict else item
+        if math.inf in children or -math.inf in children:
+            return "overflow"
+        if not CONTAINERS.isdisjoint(map(type, children)):
+            stack.extend((child, depth + 1) for child in children if type(child) in CONTAINERS)
+    return None
 
 
-def read_json(path: Path):
+def overflowing_literal(text: str) -> str:
+    return next(m[0] for m in NUMBER_LITERAL.finditer(text) if math.isinf(float(m[0])))
+
+
+def read_text(path: Path, what: str) -> str:
+    """A regular file's UTF-8 text (a FIFO would block, a folder has none); `what` names the
+    format for the message when it is not text."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
@@ -105,20 +138,25 @@ def read_json(path: Path):
     except OSError as e:
         raise ReportError(f"cannot read '{path}': {e.strerror}") from e
     except UnicodeDecodeError as e:
-        raise ReportError(f"'{path}' is not valid JSON: {e}") from e
-    if "\0" in text:  # as mpbench's readers: a NUL is never part of JSON text
-        raise ReportError(f"'{path}' holds a NUL byte at character {text.index(chr(0))}: not JSON text")
+        raise ReportError(f"'{path}' is not valid {what}: {e}") from e
+    if "\0" in text:  # as mpbench's readers: a NUL is never part of JSON (or CSV) text
+        raise ReportError(f"'{path}' holds a NUL byte at character {text.index(chr(0))}: not {what} text")
+    return text
+
+
+def read_json(path: Path):
+    text = read_text(path, "JSON")
     try:
-        value = json.loads(text, parse_constant=refuse_constant, parse_float=finite_float)
+        value = json.loads(text, parse_constant=refuse_constant)
+        problem = json_problem(value)
     except RecursionError:
-        value = None
-        deep = True
+        value, problem = None, "deep"
     except ValueError as e:  # json.JSONDecodeError among them
         raise ReportError(f"'{path}' is not valid JSON: {e}") from e
-    else:
-        deep = too_deep(value)
-    if deep:
+    if problem == "deep":
         raise ReportError(f"'{path}' nests deeper than {MAX_JSON_DEPTH} levels: not a result document")
+    if problem == "overflow":
+        raise ReportError(f"'{path}' is not valid JSON: the number {overflowing_literal(text)[:40]} overflows a double")
     return value
 
 
@@ -152,7 +190,7 @@ def check_times(stats: dict, path: Path, where: str) -> None:
         ("samples", values is not None and stats["samples"] != len(values),
          f"{stats['samples']} but values lists {len(values or [])}"),
         ("samples", stats["samples"] == 1 and (lo != hi or stats["stddev"] != 0), "1, but min, max or stddev show a spread"),
-        ("values", values is not None and any(not lo <= v <= hi for v in values), f"hold a value outside [{lo}, {hi}]"),
+        ("values", bool(values) and not lo <= min(values) <= max(values) <= hi, f"hold a value outside [{lo}, {hi}]"),
     ]
     for field_name, wrong, why in problems:
         if wrong:
@@ -164,11 +202,67 @@ def document_validator():
     global _validator
     if _validator is None:
         schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-        _validator = jsonschema.validators.validator_for(schema)(schema)
+        standard = jsonschema.validators.validator_for(schema)
+        bulk = jsonschema.validators.extend(standard, {"items": items_in_bulk(standard.VALIDATORS["items"])})
+        _validator = bulk(schema)
     return _validator
 
 
+# Python types of JSON's values that the schema's plain "type" of array items admits.
+BULK_ITEM_TYPES = {"number": (int, float), "string": (str,)}
+
+
+def items_in_bulk(standard_items):
+    """The "items" keyword, with arrays of a plain type (a case's timing samples: millions in a
+    long run) checked by a type test per element. jsonschema's own check builds a validator per
+    element, 90% of the time report.py took on a large document; it still runs on the elements that
+    fail the test, so its messages and paths stay the same."""
+    def items(validator, item_schema, instance, schema):
+        plain = (isinstance(item_schema, dict) and item_schema.keys() == {"type"} and "prefixItems" not in schema
+                 and isinstance(instance, list))
+        types = BULK_ITEM_TYPES.get(item_schema["type"]) if plain else None
+        if types is None:
+            yield from standard_items(validator, item_schema, instance, schema)
+            return
+        for index, item in enumerate(instance):
+            if type(item) not in types:  # exact: bool, a subclass of int, is not a JSON number
+                yield from validator.descend(item, item_schema, path=index)
+    return items
+
+
 _validator = None
+
+
+# Control characters and lone surrogates (JSON's "\ud800"): SVG, being XML, cannot hold the first,
+# UTF-8 cannot encode the second.
+UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+CASE_NAMES = ("suite", "name", "precision", "message")
+
+
+def printable(text: str) -> str:
+    """The text with each unprintable character written as an escape, \\x1b or \\ud800."""
+    return UNPRINTABLE.sub(lambda c: f"\\x{ord(c[0]):02x}" if ord(c[0]) < 0x100 else f"\\u{ord(c[0]):04x}", text)
+
+
+def printable_strings(value):
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable_strings(k): printable_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable_strings(v) for v in value]
+    return value
+
+
+def with_printable_names(doc: dict) -> dict:
+    """The document with printable names wherever plots, file names and the page show them: its
+    machine, runs and cases (not their details, whose long series hold numbers)."""
+    for part in ("env", "run", "speedups"):
+        doc[part] = printable_strings(doc[part])
+    for c in doc["cases"]:
+        c.update({k: printable(c[k]) for k in CASE_NAMES if isinstance(c.get(k), str)})
+        c["params"] = printable_strings(c.get("params", {}))
+    return doc
 
 
 def load_documents(paths: list[Path]) -> tuple[list[tuple[Path, dict]], list[Path]]:
@@ -180,11 +274,11 @@ def load_documents(paths: list[Path]) -> tuple[list[tuple[Path, dict]], list[Pat
             for file in sorted(path.glob("*.json")):
                 doc = read_json(file)
                 if isinstance(doc, dict) and "schema" in doc:
-                    documents.append((file, check_document(doc, file)))
+                    documents.append((file, with_printable_names(check_document(doc, file))))
                 else:
                     ignored.append(file)
         else:
-            documents.append((path, check_document(read_json(path), path)))
+            documents.append((path, with_printable_names(check_document(read_json(path), path))))
     if not documents:
         raise ReportError("no mpbench result document among " + ", ".join(map(str, paths)))
     return documents, ignored
@@ -968,33 +1062,99 @@ def plot_normalized(machines: list[Machine], reference: Machine, metric) -> Plot
     return plot
 
 
+PRICE_NUMBERS = ("price_per_hour", "watts")
+PRICE_FIELDS = ("machine", *PRICE_NUMBERS)
+
+
 def load_prices(path: Path) -> list[dict]:
-    """Rows of machine, price_per_hour, watts (either may be empty) from CSV or JSON."""
+    """Rows of machine, price_per_hour, watts (either number may be empty) from CSV or JSON; a
+    malformed row is refused naming the file, the row and the field."""
+    rows = json_price_rows(path) if path.suffix.lower() == ".json" else csv_price_rows(path)
+    return [dict(price_row(fields, f"'{path}' at {where}"), where=where) for where, fields in rows]
+
+
+def json_price_rows(path: Path) -> list[tuple[str, object]]:
+    """(where, fields) of a list of rows or of an object of rows by machine."""
+    raw = read_json(path)
+    if isinstance(raw, list):
+        return [(f"$[{i}]", row) for i, row in enumerate(raw)]
+    if isinstance(raw, dict):
+        return [(f"$[{json.dumps(k)}]", dict(row, machine=k) if isinstance(row, dict) else row)
+                for k, row in raw.items()]
+    raise ReportError(f"'{path}' at $: a prices file is a list of rows or an object of rows by machine, "
+                      f"not {json_type(raw)}")
+
+
+def csv_price_rows(path: Path) -> list[tuple[str, dict]]:
+    text = read_text(path, "CSV").removeprefix("\ufeff")  # the byte-order mark spreadsheets write
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)  # a stray quote is an error, not text
     try:
-        if path.suffix.lower() == ".json":
-            raw = read_json(path)
-            rows = [dict(v, machine=k) for k, v in raw.items()] if isinstance(raw, dict) else raw
-        else:
-            with open(path, newline="", encoding="utf-8") as f:
-                rows = list(csv.DictReader(f))
-    except OSError as e:
-        raise ReportError(f"cannot read '{path}': {e.strerror}") from e
-    return [price_row(row, path) for row in rows]
+        header = reader.fieldnames
+        if not header:
+            raise ReportError(f"'{path}' is empty: it needs the header {','.join(PRICE_FIELDS)}")
+        unknown = [name for name in header if name not in PRICE_FIELDS]
+        if unknown or "machine" not in header:
+            raise ReportError(f"'{path}' at line 1: the header is {','.join(header)}, it must name the columns "
+                              f"{','.join(PRICE_FIELDS)} (machine required)")
+        return [(f"line {reader.line_num}", row) for row in reader]
+    except csv.Error as e:  # a quote left open or followed by text, a cell beyond csv's size limit
+        # The underlying reader's count: DictReader's is only updated once a row is complete.
+        raise ReportError(f"'{path}' at line {reader.reader.line_num}: not CSV: {e}") from e
 
 
-def price_row(row, path: Path) -> dict:
-    if not isinstance(row, dict) or not str(row.get("machine", "")).strip():
-        raise ReportError(f"'{path}': every row needs a machine (columns: machine,price_per_hour,watts)")
-    out = {"machine": str(row["machine"]).strip()}
-    for key in ("price_per_hour", "watts"):
-        value = row.get(key)
-        try:
-            out[key] = float(value) if value not in (None, "") else None
-        except (TypeError, ValueError) as e:
-            raise ReportError(f"'{path}': {key} '{value}' of {out['machine']} is not a number") from e
-        if out[key] is not None and not (math.isfinite(out[key]) and out[key] > 0):
-            raise ReportError(f"'{path}': {key} of {out['machine']} is {value}: it must be a positive, finite number")
-    return out
+def json_type(value) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true or false", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def price_row(fields, where: str) -> dict:
+    if not isinstance(fields, dict):
+        raise ReportError(f"{where}: a row is an object of {', '.join(PRICE_FIELDS)}, not {json_type(fields)}")
+    if None in fields:  # csv.DictReader's key for cells beyond the header
+        raise ReportError(f"{where}: more cells than the header has columns")
+    unknown = sorted(set(fields) - set(PRICE_FIELDS))
+    if unknown:
+        raise ReportError(f"{where}: unknown field {unknown[0]!r} (the fields are {', '.join(PRICE_FIELDS)})")
+    machine = fields.get("machine")
+    if not isinstance(machine, str) or not machine.strip():
+        raise ReportError(f"{field_at(where, 'machine')}: every row needs a machine, part of a machine label")
+    return {"machine": machine.strip(), **{key: price_number(fields.get(key), field_at(where, key))
+                                           for key in PRICE_NUMBERS}}
+
+
+def field_at(row: str, key: str) -> str:
+    """A field of a row: a JSON path ($[0].watts) or a CSV line and column."""
+    return f"{row}.{key}" if row.endswith("]") else f"{row}, column {key}"
+
+
+def price_number(value, where: str) -> float | None:
+    """A positive, finite number, from JSON's numbers or CSV's (or JSON's) text; None when empty."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ReportError(f"{where}: {json_type(value)} is not a number")
+    try:
+        number = float(value)
+    except ValueError as e:
+        raise ReportError(f"{where}: '{value}' is not a number") from e
+    if not (math.isfinite(number) and number > 0):
+        raise ReportError(f"{where}: {value} is not allowed: it must be a positive, finite number")
+    return number
+
+
+def match_prices(prices: list[dict], machines: list[Machine], path: Path) -> None:
+    """Refuses a row that names no machine (a typo would drop a machine from the plots quietly) and
+    a machine that two rows name (the same one twice, or "A100" and "SXM4")."""
+    labels = "; ".join(m.label for m in machines)
+    for p in prices:
+        if not any(p["machine"].lower() in m.label.lower() for m in machines):
+            raise ReportError(f"'{path}' at {field_at(p['where'], 'machine')}: '{p['machine']}' is part of no "
+                              f"machine's label (the machines: {labels})")
+    for m in machines:
+        rows = [p for p in prices if p["machine"].lower() in m.label.lower()]
+        if len(rows) > 1:
+            raise ReportError(f"'{path}' at {field_at(rows[1]['where'], 'machine')}: '{rows[1]['machine']}' and "
+                              f"'{rows[0]['machine']}' both name {m.label}")
 
 
 def price_of(prices: list[dict], m: Machine):
@@ -1246,13 +1406,15 @@ def build_report(args) -> Path:
     attach_peers(machines, [d for d in documents if is_torch_document(d[1])], notes)
     reference = find_machine(machines, args.reference_machine) if args.reference_machine else None
     prices = load_prices(args.prices) if args.prices else None
+    if prices is not None:
+        match_prices(prices, machines, args.prices)
     with signals_held():  # the handler removes the folder from the moment it exists
         staging = make_staging_folder(args.out)
         IN_FLIGHT.append(staging)
     try:
         plots = itertools.chain(*(machine_figures(m, notes) for m in machines),
                                 (("Several machines", p) for p in machine_plots(machines, reference, prices, notes)))
-        figures = [dict(save(p, staging), group=group) for group, p in plots if p is not None]
+        figures = [dict(save(p, staging), group=group) for group, p in with_file_names(plots)]
         write_html(staging, machines, figures, notes, ignored)
         with signals_held():  # the folder holds the old report or the new one, never a mix
             move_into(staging, args.out)
@@ -1264,6 +1426,33 @@ def build_report(args) -> Path:
             IN_FLIGHT.remove(staging)
     print(f"report: {args.out / 'index.html'} ({len(figures)} plots, {len(machines)} machines)")
     return args.out / "index.html"
+
+
+# File names stay well under the 255 bytes file systems allow, with room for the suffix.
+MAX_FILE_STEM = 120
+
+
+def with_file_names(plots):
+    """The plots drawn, each named for a file of its own: two machine labels or configurations
+    may make one slug ("A100 x" and "a100-X"), and a long one would pass the file system's limit."""
+    taken: set[str] = set()
+    for group, plot in plots:
+        if plot is not None:
+            plot.name = unique_file_stem(plot.name, taken)
+            yield group, plot
+
+
+def unique_file_stem(name: str, taken: set[str]) -> str:
+    """The name cut to MAX_FILE_STEM with a hash of the whole (so cut names stay apart), then
+    numbered -2, -3 ... if an earlier plot has it: plots come in a fixed order, so reports stay
+    reproducible."""
+    if len(name) > MAX_FILE_STEM:
+        name = f"{name[:MAX_FILE_STEM - 9]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    stem, number = name, 2
+    while stem in taken:
+        stem, number = f"{name}-{number}", number + 1
+    taken.add(stem)
+    return stem
 
 
 def make_staging_folder(out: Path) -> Path:

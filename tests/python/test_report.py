@@ -2,10 +2,13 @@
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
+import unicodedata
+import xml.dom.minidom
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -238,6 +241,8 @@ def test_folder_input_ignores_other_json(report, write_document, tmp_path):
     ('{"schema": "mpbench.result/1", "created": "x", "env": {}, "run": {"x": NaN}}', "NaN is not a JSON number"),
     ('{"schema": "mpbench.result/1", "created": "x", "env": {}, "run": {"x": -Infinity}}', "-Infinity is not a JSON"),
     ('{"schema": "mpbench.result/1", "created": "x", "env": {}, "run": {"x": 1e999}}', "1e999 overflows a double"),
+    ('{"schema": "mpbench.result/1", "cases": [[1.5, 2, -1e400]]}', "the number -1e400 overflows a double"),
+    ('1' + '0' * 400 + '.0', "the number 1000000000000000000000000000000000000000 overflows"),
     ('[' * 100000 + ']' * 100000, "nests deeper than 64 levels"),
     ('{"a":' * 65 + '1' + '}' * 65, "nests deeper than 64 levels"),
     ('{"schema": "mpbench.result/1"}\0{"cases": 3}', "holds a NUL byte at character 30"),
@@ -519,3 +524,151 @@ def test_a_torch_document_of_another_machine_is_noted_not_drawn(report, write_do
     assert run_report(report, [*paths, "-o", out]) == 0
     assert not [name for name in drawn_points(out) if name.startswith("peer-")]
     assert "not drawn: no mpbench document of its machine" in (out / "index.html").read_text()
+
+
+def test_without_matplotlib_one_line_says_how_to_get_it(tmp_path):
+    shim = tmp_path / "shim" / "matplotlib"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text('raise ImportError("No module named matplotlib")\n')
+    env = dict(os.environ, PYTHONPATH=str(shim.parent))
+    result = subprocess.run([sys.executable, str(REPORT_PATH), str(tmp_path / "a.json"), "-o", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 2, result.stderr
+    err = result.stderr
+    assert err.startswith("report.py: error: matplotlib is not installed (") and err.count("\n") == 1, err
+    assert "bash scripts/setup.sh" in err and "pip install -r scripts/requirements.txt" in err, err
+
+
+@pytest.mark.parametrize("name, content, expected", [
+    ("p.json", '{"A100": {"watts": 4', "is not valid JSON: Expecting ',' delimiter: line 1 column 21"),
+    ("p.json", '"A100"', "at $: a prices file is a list of rows or an object of rows by machine, not a string"),
+    ("p.json", '{"A100": 3}', 'at $["A100"]: a row is an object of machine, price_per_hour, watts, not a number'),
+    ("p.json", '{"A100": null}', 'at $["A100"]: a row is an object'),
+    ("p.json", '[{"machine": "A100", "watts": true}]', "at $[0].watts: true or false is not a number"),
+    ("p.json", '[{"machine": "A100", "watts": [400]}]', "at $[0].watts: a list is not a number"),
+    ("p.json", '[{"machine": 100, "watts": 400}]', "at $[0].machine: every row needs a machine"),
+    ("p.json", '{"A100": {"price": 2.0}}', """at $["A100"]: unknown field 'price'"""),
+    ("p.json", '{"V100": {"watts": 300}}', """at $["V100"].machine: 'V100' is part of no machine's label"""),
+    ("p.json", '[{"machine": "A100", "watts": 3}, {"machine": "a100"}]', "at $[1].machine: 'a100' and 'A100' both"),
+    ("p.csv", 'machine,price_per_hour,watts\nA100,2,"400\n', "at line 2: not CSV: unexpected end of data"),
+    ("p.csv", 'machine,price_per_hour,watts\nA100,2,"4\n00"x\n', "at line 3: not CSV: ',' expected after '\"'"),
+    ("p.json", '[{"machine": "A100"}, {"machine": "SXM4"}]', "at $[1].machine: 'SXM4' and 'A100' both name"),
+    ("p.json", '{"A100": {"watts": NaN}}', "NaN is not a JSON number"),
+    ("p.csv", "", "is empty: it needs the header machine,price_per_hour,watts"),
+    ("p.csv", "machine,price,watts\nA100,2,400\n", "at line 1: the header is machine,price,watts"),
+    ("p.csv", "machine,price_per_hour,watts\nA100,2,400,9\n", "at line 2: more cells than the header"),
+    ("p.csv", "machine,price_per_hour,watts\nA100,2,400\nH100,-4,700\n", "at line 3, column price_per_hour: -4"),
+    ("p.csv", "machine,price_per_hour,watts\nV100,2,400\n", "at line 2, column machine: 'V100' is part of no"),
+    ("p.csv", "machine,price_per_hour,watts\nA1\x0000,2,400\n", "holds a NUL byte at character 31"),
+    ("p.csv", b"machine,price_per_hour,watts\nA100\xe9,2,400\n", "is not valid CSV: 'utf-8' codec"),
+    ("folder.csv", None, "not a regular file"),
+    ("folder.json", None, "not a regular file"),
+    ("missing.csv", "missing", "No such file or directory"),
+])
+def test_a_bad_prices_file_names_the_file_and_the_row(report, write_document, tmp_path, capsys, name, content,
+                                                       expected):
+    a100, h100 = multi_machine_documents(write_document)
+    prices = tmp_path / name
+    if content is None:
+        prices.mkdir()
+    elif content != "missing":
+        prices.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert run_report(report, [a100, h100, "-o", tmp_path / "out", "--prices", prices]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("report.py: error: ") and err.count("\n") == 1, err
+    assert str(prices) in err and expected in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_prices_file_with_a_byte_order_mark_is_read(report, write_document, tmp_path):
+    a100, h100 = multi_machine_documents(write_document)
+    prices = tmp_path / "prices.csv"
+    prices.write_text("\ufeffmachine,price_per_hour,watts\nA100,2.0,400\nH100,4.0,700\n", encoding="utf-8")
+    assert run_report(report, [a100, h100, "-o", tmp_path / "out", "--prices", prices]) == 0
+    assert (tmp_path / "out" / "machines-per-dollar.png").is_file()
+
+
+SAFE_FILE_NAME = re.compile(r"[a-z0-9.-]{1,200}")
+ODD_NAMES = ["a/b/../../c", "x\x01\x1b[31my\x7f\ttab\nline", "L" * 400, "模型-größe-😀",
+             "cost $x^2$ and $\\frac{", "lone \ud800 surrogate"]
+
+
+def assert_a_safe_report(out: Path):
+    names = [p.name for p in out.iterdir()]
+    assert all(SAFE_FILE_NAME.fullmatch(n) for n in names), names
+    for svg in out.glob("*.svg"):
+        xml.dom.minidom.parse(str(svg))  # a control character would make it unreadable
+    parser = References()
+    parser.feed((out / "index.html").read_text(encoding="utf-8"))
+    assert all((out / target).is_file() for target in parser.targets)
+
+
+@pytest.mark.filterwarnings("ignore:Glyph")  # a font without CJK or emoji draws boxes, and says so
+@pytest.mark.parametrize("odd", ODD_NAMES, ids=["slashes", "control-characters", "400-characters", "non-ascii",
+                                                "dollar-signs", "lone-surrogate"])
+def test_odd_case_and_machine_names_give_a_report_with_safe_file_names(report, write_document, tmp_path, odd):
+    cases = transformer_cases(10000.0) + gemm_cases() + cast_cases()
+    for c in cases:
+        if c["suite"] == "transformer" or (c["suite"] == "cast" and c["params"]["kernel"] != "copy"):
+            c["name"] = odd
+        elif c["params"].get("group") == "gpt2":
+            c["name"] = odd + c["name"]
+    path = write_document("odd.json", document(cases, gpu=f"GPU {odd}"))
+    out = tmp_path / "out"
+    assert run_report(report, [path, "-o", out]) == 0
+    assert_a_safe_report(out)
+    assert len(list(out.glob("*.png"))) == len(SINGLE_PLOTS) - 1  # all but the bandwidth plot
+    assert all(unicodedata.category(ch) not in ("Cc", "Cs") for ch in (out / "index.html").read_text()
+               .replace("\n", "")), "a control character or surrogate reached the page"
+
+
+def test_names_alike_once_made_file_names_get_files_of_their_own(report, write_document, tmp_path):
+    configs = transformer_cases(10000.0) + [dict(c, name="gpt2 124m") for c in transformer_cases(5000.0)]
+    machines = [write_document("configs.json", document(configs)),
+                write_document("x.json", document(cast_cases(), gpu="A100 x")),
+                write_document("y.json", document(cast_cases(), gpu="a100-X"))]
+    out = tmp_path / "out"
+    assert run_report(report, [*machines, "-o", out]) == 0
+    assert_a_safe_report(out)
+    assert len(list(out.glob("transformer-speedup-*.svg"))) == 2
+    assert len(list(out.glob("casts-*.svg"))) == 2
+    titles = {json.loads(p.read_text())["title"] for p in out.glob("casts-*.json")}
+    assert titles == {"Casts against the copy ceiling — A100 x · CUDA 12.4",
+                      "Casts against the copy ceiling — a100-X · CUDA 12.4"}
+
+
+@pytest.mark.parametrize("sample", [True, "fast", None])
+def test_a_timing_sample_that_is_not_a_number_names_its_index(report, tmp_path, capsys, sample):
+    """Samples are checked in bulk (a long run writes millions): the message stays jsonschema's."""
+    doc = full_document()
+    doc["cases"][4]["metrics"]["seconds"]["values"][3] = sample
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    assert run_report(report, [path, "-o", tmp_path / "out"]) == 2
+    err = capsys.readouterr().err
+    assert "malformed at $.cases[4].metrics.seconds.values[3]: " in err and err.count("\n") == 1, err
+
+
+def test_timing_samples_cost_no_schema_step_each(report, monkeypatch):
+    """A long run writes millions of samples: jsonschema's step per element (a validator built for
+    each) made report.py take minutes on a 200 MB document. The steps must not grow with them."""
+    validator_class = type(report.document_validator())
+    steps = []
+    descend = validator_class.descend
+
+    def counted(self, *args, **kwargs):
+        steps.append(1)
+        return descend(self, *args, **kwargs)
+
+    monkeypatch.setattr(validator_class, "descend", counted)
+
+    def steps_to_check(repeat: int) -> int:
+        doc = full_document()
+        stats = doc["cases"][4]["metrics"]["seconds"]
+        stats["values"] *= repeat
+        stats["samples"] = len(stats["values"])
+        steps.clear()
+        report.check_document(doc, Path("long.json"))
+        return len(steps)
+
+    assert steps_to_check(20000) == steps_to_check(1)
