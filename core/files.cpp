@@ -178,9 +178,8 @@ int nesting_depth(const std::string& text) {
   throw UsageError(fmt::format("'{}' is not valid JSON", path.string()));
 }
 
-}  // namespace
-
-nlohmann::json parse_json_file_text(const std::string& text, const fs::path& path) {
+// What every JSON file must be before it is parsed.
+void check_json_text(const std::string& text, const fs::path& path) {
   // The parser takes a NUL for the end of the text: whatever follows one would go unread.
   if (const auto nul = text.find('\0'); nul != std::string::npos)
     throw UsageError(fmt::format("'{}' holds a NUL byte at byte {}: not JSON text", path.string(), nul));
@@ -188,8 +187,24 @@ nlohmann::json parse_json_file_text(const std::string& text, const fs::path& pat
   if (nesting_depth(text) > kMaxJsonDepth)
     throw UsageError(fmt::format("'{}' nests JSON deeper than {} levels: not an mpbench file", path.string(),
                                  kMaxJsonDepth));
+}
+
+}  // namespace
+
+nlohmann::json parse_json_file_text(const std::string& text, const fs::path& path) {
+  check_json_text(text, path);
   try {
     return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    throw_parse_error(text, path);
+  }
+}
+
+nlohmann::json parse_json_file_text(const std::string& text, const fs::path& path,
+                                    const nlohmann::json::parser_callback_t& callback) {
+  check_json_text(text, path);
+  try {
+    return nlohmann::json::parse(text, callback);
   } catch (const nlohmann::json::parse_error&) {
     throw_parse_error(text, path);
   }

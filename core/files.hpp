@@ -22,6 +22,10 @@ std::string read_regular_file(const std::filesystem::path& path, std::uint64_t m
 // `text` as one JSON value: UsageError naming `path` for invalid JSON, text after the value (two
 // documents in one file among them), a NUL byte anywhere, or nesting deeper than kMaxJsonDepth.
 nlohmann::json parse_json_file_text(const std::string& text, const std::filesystem::path& path);
+// The same with nlohmann's parser callback, which sees each value as it is completed and may drop
+// it from the result (a reader that converts large arrays element by element).
+nlohmann::json parse_json_file_text(const std::string& text, const std::filesystem::path& path,
+                                    const nlohmann::json::parser_callback_t& callback);
 
 // What `path` names once its symbolic links are followed (a chain of them, each relative target
 // read against its link's folder): a write there replaces the target's content and keeps the

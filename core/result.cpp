@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -133,7 +134,13 @@ nlohmann::json ResultDocument::to_json() const {
   return j;
 }
 
-ResultDocument ResultDocument::from_json(const nlohmann::json& j) {
+namespace {
+
+// A document's fields checked in order (schema first: a document of another version is told so,
+// whatever else is wrong), its cases from `cases_of` (given the checked "cases" array), then each
+// case checked to appear once.
+ResultDocument document_from(const nlohmann::json& j,
+                             const std::function<std::vector<CaseResult>(const nlohmann::json&)>& cases_of) {
   const JsonObject fields(j, "the document");
   if (!fields.has("schema")) throw UsageError("not an mpbench result document: it has no \"schema\" field");
   const std::string schema = fields.text("schema");
@@ -145,18 +152,27 @@ ResultDocument ResultDocument::from_json(const nlohmann::json& j) {
   d.created = fields.text("created");
   d.env = fields.object("env").json();
   d.run = fields.object("run").json();
-  const nlohmann::json& cases = fields.array("cases");
+  d.cases = cases_of(fields.array("cases"));
   std::set<std::tuple<std::string, std::string, std::string, std::string>> seen;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    CaseResult c = CaseResult::from_json(cases[i], fmt::format("cases[{}]", i));
+  for (std::size_t i = 0; i < d.cases.size(); ++i) {
+    const CaseResult& c = d.cases[i];
     if (!seen.insert({c.suite, c.name, c.backend, c.precision}).second)
       throw UsageError(fmt::format("cases[{}]: case {} appears twice", i, c.id()));
-    d.cases.push_back(std::move(c));
   }
   const nlohmann::json& speedups = fields.array("speedups");
   for (std::size_t i = 0; i < speedups.size(); ++i)
     d.speedups.push_back(Speedup::from_json(speedups[i], fmt::format("speedups[{}]", i)));
   return d;
+}
+
+}  // namespace
+
+ResultDocument ResultDocument::from_json(const nlohmann::json& j) {
+  return document_from(j, [](const nlohmann::json& cases) {
+    std::vector<CaseResult> out;
+    for (std::size_t i = 0; i < cases.size(); ++i) out.push_back(CaseResult::from_json(cases[i], fmt::format("cases[{}]", i)));
+    return out;
+  });
 }
 
 std::string utc_timestamp_now() {
@@ -255,7 +271,58 @@ nlohmann::json read_document_json(const std::filesystem::path& path) {
   return parse_json_file_text(read_regular_file(path, kMaxResultBytes, "result document"), path);
 }
 
-ResultDocument load_result(const std::filesystem::path& path) { return result_from_json(path, read_document_json(path)); }
+namespace {
+
+// The cases of a document's top-level "cases" array, converted as the parser completes each one
+// and then dropped from the JSON it builds: a document of a million cases never exists whole as
+// JSON (about 7 times its text), only as its cases. A case's error is kept, the first one, to be
+// said after the document's own fields, as from_json orders them.
+class StreamedCases {
+ public:
+  bool on(int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (depth == 1 && event == Event::key) in_cases_ = parsed == "cases";
+    if (depth == 1 && in_cases_ && (event == Event::array_start || event == Event::array_end))
+      in_array_ = event == Event::array_start;
+    const bool element_done = event == Event::object_end || event == Event::array_end || event == Event::value;
+    if (!(in_cases_ && in_array_ && depth == 2 && element_done)) return true;
+    if (!error_) {
+      try {
+        cases_.push_back(CaseResult::from_json(parsed, fmt::format("cases[{}]", index_)));
+      } catch (const UsageError& e) {
+        error_ = e.what();
+      }
+    }
+    ++index_;
+    return false;
+  }
+  std::vector<CaseResult> take() {
+    if (error_) throw UsageError(*error_);
+    return std::move(cases_);
+  }
+
+ private:
+  bool in_cases_ = false, in_array_ = false;
+  std::size_t index_ = 0;
+  std::vector<CaseResult> cases_;
+  std::optional<std::string> error_;
+};
+
+}  // namespace
+
+ResultDocument load_result(const std::filesystem::path& path) {
+  StreamedCases streamed;
+  const nlohmann::json rest = parse_json_file_text(
+      read_regular_file(path, kMaxResultBytes, "result document"), path,
+      [&streamed](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        return streamed.on(depth, event, parsed);
+      });
+  try {
+    return document_from(rest, [&streamed](const nlohmann::json&) { return streamed.take(); });
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("'{}': {}", path.string(), e.what()));
+  }
+}
 
 ResultDocument result_from_json(const std::filesystem::path& path, const nlohmann::json& j) {
   try {

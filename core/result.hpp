@@ -74,6 +74,9 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 void check_writable(const std::filesystem::path& path);
 // The same for a folder files will be written into, created when first needed.
 void check_writable_folder(const std::filesystem::path& folder);
+// Reads the document at `path`, converting its cases one by one as they are parsed (the JSON of
+// a case is dropped once it is a CaseResult), so that a large document costs little more than
+// its cases. Throws UsageError naming the file and the field.
 ResultDocument load_result(const std::filesystem::path& path);
 // load_result in two steps, for readers that look at the JSON first (compare skips other tools'
 // JSON in a folder): the file's one JSON value, then that value as the document `path` holds.

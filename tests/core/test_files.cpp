@@ -310,5 +310,46 @@ TEST_F(Files, LoadingAResultNamesTheFileAndTheField) {
   EXPECT_NE(usage_error_of([&] { load_result(dir_); }).find("is a folder"), std::string::npos);
 }
 
+// load_result converts the cases as they are parsed: the same document as from_json of the whole
+// JSON, and the same first error, with the document's own fields (schema first) before any case's.
+TEST_F(Files, AResultReadCaseByCaseIsTheWholeReadsDocument) {
+  std::mt19937 rng(std::random_device{}());
+  json doc = document_with(good_case());
+  const int count = 3 + static_cast<int>(rng() % 40);
+  for (int i = 1; i < count; ++i) {
+    json c = good_case();
+    c["name"] = "square_" + std::to_string(i);
+    c["details"] = {{"nested", {{"list", {i, json::array({i, "x"}), json::object()}}}}};
+    c["params"] = {{"m", i}};
+    doc["cases"].push_back(c);
+  }
+  doc["env"] = {{"cases", json::array({1, 2})}};  // a "cases" below the top level is no case
+  const fs::path p = write("r.json", doc.dump(static_cast<int>(rng() % 2) - 1));
+  EXPECT_EQ(load_result(p).to_json(), ResultDocument::from_json(doc).to_json());
+
+  const auto same_error = [&](const json& broken, const std::string& says) {
+    const std::string streamed = usage_error_of([&] { load_result(write("bad.json", broken.dump())); });
+    const std::string whole = usage_error_of([&] { ResultDocument::from_json(broken); });
+    EXPECT_NE(streamed.find(says), std::string::npos) << streamed;
+    EXPECT_NE(streamed.find(whole), std::string::npos) << streamed << "\nagainst\n" << whole;
+  };
+  const int bad = static_cast<int>(rng() % count);
+  json broken = doc;
+  broken["cases"][bad]["status"] = 5;
+  broken["cases"][count - 1]["params"] = "x";  // a later error is not the one said
+  same_error(broken, fmt::format("cases[{}].status", bad));
+  broken["schema"] = "mpbench.result/0";  // written after "cases": still said first
+  same_error(broken, "has schema 'mpbench.result/0'");
+  json scalar = doc;
+  scalar["cases"][1] = 7;
+  same_error(scalar, "cases[1]");
+  json duplicated = doc;
+  duplicated["cases"][count - 1] = duplicated["cases"][0];
+  same_error(duplicated, "appears twice");
+  json not_an_array = doc;
+  not_an_array["cases"] = {{"a", good_case()}};
+  same_error(not_an_array, "the document.cases: must be an array");
+}
+
 }  // namespace
 }  // namespace mpbench
