@@ -284,12 +284,20 @@ int ordered_bits(float x, num::Format format) {
   return bits & 0x8000 ? -(bits & 0x7FFF) : bits & 0x7FFF;
 }
 
+// The value at a position of ordered_bits.
+double at_position(int position, num::Format format) {
+  const auto bits = static_cast<std::uint16_t>(position < 0 ? 0x8000 | -position : position);
+  return format == num::Format::bf16 ? num::bf16_bits_to_f32(bits) : num::f16_bits_to_f32(bits);
+}
+
 // Where the policy rounds at the same point in both ops, the CPU's rounded value must be the
 // reference's, bit for bit, except where the reference's unrounded value x lies within `noise[i]`
-// (what fp32 arithmetic in another order can move it, stated per value) of the midpoint between
-// two neighbours of the format: only there may the CPU land on the other one. Checked row by
-// row; a rounding the CPU adds, misses or does at another point moves values far from any
-// midpoint and fails, where a tolerance of one ulp would pass it.
+// (what fp32 arithmetic in another order can move it, stated per value) of another value's
+// rounding interval (the values between the midpoints to its neighbours): only there may the CPU
+// land on that value. Near a midpoint that is the neighbour; where a sum cancels to near zero and
+// its noise spans several ulps, one of those. Checked row by row; a rounding the CPU adds, misses
+// or does at another point moves values far outside the noise and fails, where a tolerance of one
+// ulp would pass it.
 void expect_rounded_alike(const Vec& cpu_rounded, const Vec& unrounded, const Vec& noise, num::Format format,
                           std::size_t row_width, const std::string& what) {
   ASSERT_EQ(cpu_rounded.size(), unrounded.size()) << what;
@@ -298,21 +306,22 @@ void expect_rounded_alike(const Vec& cpu_rounded, const Vec& unrounded, const Ve
   for (std::size_t i = 0; i < unrounded.size(); ++i) {
     const float expected = round_to_format(unrounded[i], format), actual = cpu_rounded[i];
     if (std::bit_cast<std::uint32_t>(actual) == std::bit_cast<std::uint32_t>(expected)) continue;
-    const bool neighbour = std::abs(ordered_bits(actual, format) - ordered_bits(expected, format)) == 1 &&
-                           round_to_format(actual, format) == actual;
-    const double midpoint = (double(actual) + expected) / 2;
-    if (neighbour && std::abs(unrounded[i] - midpoint) <= noise[i]) {
+    const int position = ordered_bits(actual, format);
+    const double low = (at_position(position - 1, format) + actual) / 2;
+    const double high = (at_position(position + 1, format) + actual) / 2;
+    const double distance = unrounded[i] < low ? low - unrounded[i] : unrounded[i] > high ? unrounded[i] - high : 0;
+    if (round_to_format(actual, format) == actual && distance <= noise[i]) {
       ++flips;
       continue;
     }
     if (failures++ == 0)
-      first = fmt::format("row {}, element {}: cpu {}, reference {} (unrounded {}, {} from the midpoint, noise {})",
-                          i / row_width, i % row_width, actual, expected, unrounded[i],
-                          std::abs(unrounded[i] - midpoint), noise[i]);
+      first = fmt::format("row {}, element {}: cpu {}, reference {} (unrounded {}, {} from the cpu value's rounding "
+                          "interval, noise {})",
+                          i / row_width, i % row_width, actual, expected, unrounded[i], distance, noise[i]);
   }
   EXPECT_EQ(failures, 0u) << what << ": " << failures << " of " << unrounded.size()
-                          << " values rounded differently away from a rounding midpoint; first " << first;
-  // Flips need a value within the noise of a midpoint: a small share of the values.
+                          << " values rounded differently beyond their noise; first " << first;
+  // Other roundings need a value within the noise of a rounding boundary: a small share of them.
   EXPECT_LE(flips, unrounded.size() / 50 + 2) << what;
 }
 
