@@ -308,23 +308,21 @@ std::optional<NonPedantic> non_pedantic(const CaseResult& c) {
   return NonPedantic{most->first, type, most->second, records.size()};
 }
 
-// The same case in pedantic fp32 (fp32 whose GEMM records all ran fp32 math off Tensor Cores),
-// measured in this document, or null.
-const CaseResult* pedantic_fp32_of(const ResultDocument& doc, const CaseResult& c) {
-  for (const CaseResult& other : doc.cases)
-    if (other.precision == "fp32" && other.suite == c.suite && other.name == c.name && other.backend == c.backend &&
-        other.status == CaseStatus::ok && other.seconds && !gemm_records(other).empty() && !non_pedantic(other))
-      return &other;
-  return nullptr;
+// Whether `c` ran pedantic fp32: fp32 whose GEMM records (there are some) all ran fp32 math off
+// Tensor Cores.
+bool pedantic_fp32(const CaseResult& c) {
+  return c.precision == "fp32" && c.status == CaseStatus::ok && c.seconds && !gemm_records(c).empty() &&
+         !non_pedantic(c);
 }
 
 // A baseline the user took at face value: its GEMMs' compute types say what math it really ran.
 // An fp32 baseline that ran TF32 (PyTorch's default for convolutions, A100 defaults) or a tf32
 // baseline is already on Tensor Cores: a mode's gain over it is 16-bit against TF32 Tensor Core
 // math (about 2x the peak), not against fp32 on CUDA cores (8x or more), and that, not the mode,
-// is why the gain is small. Where the document also measured pedantic fp32, how much faster the
-// baseline already was says what a pedantic baseline would show.
-void baseline_not_pedantic(const ResultDocument& doc, const CaseResult& c, const std::string& baseline,
+// is why the gain is small. Where the document also measured the case in pedantic fp32 (`fp32`,
+// the same case's fp32 run, may be null), how much faster the baseline already was says what a
+// pedantic baseline would show.
+void baseline_not_pedantic(const CaseResult& c, const std::string& baseline, const CaseResult* fp32,
                            std::vector<Finding>& out) {
   if (c.precision != baseline || (baseline != "fp32" && baseline != "tf32")) return;
   const auto found = non_pedantic(c);
@@ -336,7 +334,7 @@ void baseline_not_pedantic(const ResultDocument& doc, const CaseResult& c, const
   std::string pedantic_view = "a pedantic fp32 baseline (CUBLAS_COMPUTE_32F_PEDANTIC; PyTorch: "
                               "torch.backends.cuda.matmul.allow_tf32 = False) would show the gain over fp32 on CUDA "
                               "cores";
-  if (const CaseResult* fp32 = pedantic_fp32_of(doc, c); fp32 && c.seconds && c.seconds->median > 0) {
+  if (fp32 && pedantic_fp32(*fp32) && c.seconds && c.seconds->median > 0) {
     const double ahead = fp32->seconds->median / c.seconds->median;
     evidence["pedantic_fp32_case"] = fp32->full_id();
     evidence["baseline_speedup_over_pedantic_fp32"] = ahead;
@@ -512,9 +510,9 @@ std::vector<Finding> document_causes(const ResultDocument& doc) {
   return out;
 }
 
-void case_causes(const ResultDocument& doc, const CaseResult& c, const CaseResult* base, const std::string& baseline,
+void case_causes(const CaseResult& c, const CaseResult* base, const std::string& baseline, const CaseResult* fp32,
                  std::vector<Finding>& out) {
-  if (!base) return baseline_not_pedantic(doc, c, baseline, out);
+  if (!base) return baseline_not_pedantic(c, baseline, fp32, out);
   small_batch_casts(c, out);
   tensor_core_share(c, *base, out);
   pseudo_fp16_sgemm(c, out);

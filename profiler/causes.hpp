@@ -50,8 +50,9 @@ std::vector<Finding> document_causes(const ResultDocument& doc);
 // Causes of one case against its baseline case (null where it has none): small batch with casts,
 // a small Tensor-Core-eligible share, pseudo-fp16 sgemm; on a baseline case itself (`base` null,
 // its precision the baseline), whether its GEMMs were pedantic (for an fp32 or tf32 baseline, with
-// the document's pedantic fp32 case, where it has one, as the comparison).
-void case_causes(const ResultDocument& doc, const CaseResult& c, const CaseResult* base, const std::string& baseline,
+// `fp32`, the same case's fp32 run where the document has one, as the comparison when it was
+// pedantic).
+void case_causes(const CaseResult& c, const CaseResult* base, const std::string& baseline, const CaseResult* fp32,
                  std::vector<Finding>& out);
 
 // The kernels' speedup against the step's (`speedup`, measured): where the step gained less than

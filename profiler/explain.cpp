@@ -205,6 +205,7 @@ using CaseIdentity = std::tuple<std::string, std::string, std::string, std::stri
 struct DocumentFacts {
   std::map<CaseIdentity, double> recorded_speedups;   // the document's, over the baseline
   std::map<std::string, double> ridge_flop_per_byte;  // per precision: best GEMM rate over best bandwidth
+  std::map<CaseKey, const CaseResult*> fp32_cases;     // the ok fp32 case of each suite, name and backend
 };
 
 DocumentFacts gather_facts(const ResultDocument& doc, const std::string& baseline) {
@@ -215,6 +216,7 @@ DocumentFacts gather_facts(const ResultDocument& doc, const std::string& baselin
   double best_gbps = 0;
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;
+    if (c.precision == "fp32") facts.fp32_cases[key_of(c)] = &c;
     if (c.suite == "gemm")
       best_tflops[c.precision] = std::max(best_tflops[c.precision], number_at(c.rates, {"tflops"}).value_or(0.0));
     const auto kernel = string_or(c.params, "kernel", "");
@@ -542,7 +544,8 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
   }
   gemm_algorithms_rule(c, e.findings);
   vocabulary_rule(c, e.findings);
-  case_causes(doc, c, base, baseline, e.findings);
+  const auto fp32 = facts.fp32_cases.find(key_of(c));
+  case_causes(c, base, baseline, fp32 == facts.fp32_cases.end() ? nullptr : fp32->second, e.findings);
   return e;
 }
 
