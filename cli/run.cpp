@@ -226,14 +226,6 @@ void keep_unmeasured(const std::string& out, const ResultDocument& document) {
   }
 }
 
-// Google Benchmark's own --benchmark_out=FILE among the arguments passed through, or nothing.
-std::optional<std::string> benchmark_out(const RunOptions& options) {
-  constexpr std::string_view kFlag = "--benchmark_out=";
-  for (const std::string& arg : options.benchmark_args)
-    if (arg.rfind(kFlag, 0) == 0) return arg.substr(kFlag.size());
-  return std::nullopt;
-}
-
 // The files a run writes besides --out, checked before any work: a side output that cannot be
 // written must not cost the run its result document. Google Benchmark's own --benchmark_out too.
 // No output may name an input (--data, --checkpoint-in) or another output.
@@ -241,11 +233,12 @@ void check_side_outputs(const RunOptions& options) {
   const auto& transformer = options.transformer;
   if (!transformer.trace_file.empty()) check_writable(transformer.trace_file);
   if (!transformer.checkpoint_out.empty()) check_writable_folder(transformer.checkpoint_out);
-  const std::optional<std::string> benchmark_file = benchmark_out(options);
-  if (benchmark_file) check_writable(*benchmark_file);
+  for (const std::string& arg : options.benchmark_args)
+    if (arg.rfind("--benchmark_out=", 0) == 0) check_writable(arg.substr(std::string("--benchmark_out=").size()));
   const std::vector<NamedPath> outputs = {{"--out", options.out},
                                           {"--trace", transformer.trace_file},
-                                          {"--benchmark_out", benchmark_file.value_or("")},
+                                          {"--benchmark_out", microbench::flag_value(options.benchmark_args,
+                                                                                     "--benchmark_out").value_or("")},
                                           {"--checkpoint-out", transformer.checkpoint_out}};
   const std::vector<NamedPath> inputs = {{"--data", transformer.data_file}, {"--checkpoint-in", transformer.checkpoint_in}};
   for (std::size_t i = 0; i < outputs.size(); ++i) {

@@ -43,15 +43,14 @@ void check_repetitions(const std::vector<std::string>& args) {
   }
 }
 
-namespace {
-
-// The value of `--flag=value` among `args` (the last one counts, as in Google Benchmark), if given.
 std::optional<std::string> flag_value(const std::vector<std::string>& args, const std::string& flag) {
   std::optional<std::string> value;
   for (const std::string& a : args)
     if (a.rfind(flag + "=", 0) == 0) value = a.substr(flag.size() + 1);
   return value;
 }
+
+namespace {
 
 // Google Benchmark prints its usage and exits 0 for an unknown format: checked here, with a message.
 void check_formats(const std::vector<std::string>& args) {

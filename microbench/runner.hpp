@@ -27,6 +27,10 @@ void configure_google_benchmark(const std::vector<std::string>& benchmark_args);
 // The name Google Benchmark matches --benchmark_filter against: the case id and its run's settings.
 std::string benchmark_name(const CaseSpec& spec);
 
+// The value of `--flag=value` among Google Benchmark's `args` (the last one counts, as in Google
+// Benchmark), if given.
+std::optional<std::string> flag_value(const std::vector<std::string>& args, const std::string& flag);
+
 // How many measurements the run makes: the cases not skipped that --benchmark_filter keeps, each
 // --benchmark_repetitions times (what the progress lines count to).
 std::size_t measurements_to_run(const std::vector<CaseSpec>& specs, const std::vector<std::string>& benchmark_args);
