@@ -508,15 +508,29 @@ void vocabulary_rule(const CaseResult& c, std::vector<Finding>& out) {
        {"suggested_padded_vocab", suggested}}));
 }
 
-// The causes read into the speedup, unless its noise closes the gate: then only that, and rerun.
-void speedup_rules(const ResultDocument& doc, const CaseResult& c, const CaseResult& base, double speedup,
-                   const std::string& baseline, std::vector<Finding>& out) {
-  if (const auto gate = noise_gate(doc, c, base); gate && gate->closed()) {
-    out.push_back(finding("too_noisy", "warning", fmt::format("{:.2f}x over {}, but {}", speedup, baseline, gate->message()),
-                          {{"speedup", speedup}, {"noise", gate->noise}, {"limit", gate->limit}}));
+// "1.35x over fp32 (99% interval 1.31x-1.39x, 24 and 24 samples)", or without samples the ratio alone.
+std::string speedup_text(double speedup, const std::string& baseline, const std::optional<RatioInterval>& interval) {
+  if (!interval) return fmt::format("{:.2f}x over {}", speedup, baseline);
+  return fmt::format("{:.2f}x over {} ({}, {} and {} samples)", speedup, baseline, interval->interval_text(),
+                     interval->samples_a, interval->samples_b);
+}
+
+// The causes read into the speedup, unless its interval reaches across an edge of the no-change
+// band: then only that, and how to rerun.
+void speedup_rules(const CaseResult& c, const CaseResult& base, double speedup,
+                   const std::optional<RatioInterval>& interval, const std::string& baseline, std::vector<Finding>& out) {
+  if (interval && !interval->decided()) {
+    out.push_back(finding("too_noisy", "warning",
+                          fmt::format("{}: the interval reaches across an edge of the ±{:.0f}% no-change band, so "
+                                      "whether it pays is not known; no cause is named. {}",
+                                      speedup_text(speedup, baseline, interval), 100 * no_change_threshold(),
+                                      rerun_advice(c)),
+                          {{"speedup", speedup}, {"low", interval->low}, {"high", interval->high},
+                           {"confidence", interval_confidence()}, {"band", no_change_threshold()},
+                           {"advice", rerun_advice(c)}}));
     return;
   }
-  if (speedup < 1)
+  if (speedup < 1 && (!interval || interval->reading == Reading::does_not_pay))
     out.push_back(finding("slower_than_baseline", "warning", fmt::format("{:.2f}x: slower than {}", speedup, baseline),
                           {{"speedup", speedup}}));
   datasheet_rule(c, base, speedup, out);
@@ -526,13 +540,16 @@ void speedup_rules(const ResultDocument& doc, const CaseResult& c, const CaseRes
 
 CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& facts, const CaseResult& c,
                              const CaseResult* base, const std::string& baseline) {
-  CaseExplanation e{c.full_id(), c.precision, measured_speedup(facts, c, base), std::nullopt, {}};
+  CaseExplanation e{c.full_id(), c.precision, measured_speedup(facts, c, base), std::nullopt, std::nullopt, {}};
   if (c.suite == "gemm") {
     gpu_gemm_rules(doc, c, e.findings);
     cpu_gemm_rules(c, doc, e.findings);
     memory_bound_gemm_rule(c, facts, e.findings);
   }
-  if (base && e.speedup) speedup_rules(doc, c, *base, *e.speedup, baseline, e.findings);
+  if (base && e.speedup) {
+    e.interval = ratio_interval(c, *base, *e.speedup);
+    speedup_rules(c, *base, *e.speedup, e.interval, baseline, e.findings);
+  }
   if (base && c.details.contains("breakdown") && base->details.contains("breakdown")) {
     const auto mode = checked_categories(c);
     e.decomposition = decompose(fold_gemms(checked_categories(*base)), fold_gemms(mode));
@@ -557,10 +574,15 @@ std::vector<Finding> cast_rules(const ResultDocument& doc, const CopyIndex& copi
     const auto of_copy = number_at(c.rates, {"pct_of_copy"});
     if (!of_copy || *of_copy >= threshold("cast_slower_than_copy")) continue;
     const CaseResult* copy = copies.copy_of(c);
-    if (const auto gate = copy ? noise_gate(doc, c, *copy) : std::nullopt; gate && gate->closed()) {
+    const auto interval = copy ? ratio_interval(c, *copy, *of_copy) : std::nullopt;
+    if (interval && !decides_against(*interval, threshold("cast_slower_than_copy"))) {
       out.push_back(finding("too_noisy", "warning",
-                            fmt::format("{} at {:.1f}% of a copy, but {}", c.name, *of_copy, gate->message()),
-                            {{"case", c.full_id()}, {"pct_of_copy", *of_copy}, {"noise", gate->noise}}));
+                            fmt::format("{} at {:.1f}% of a copy ({}): the interval reaches across the rule's {:.0f}%, "
+                                        "so whether it is slower is not known. {}",
+                                        c.name, *of_copy, interval->percent_interval_text(),
+                                        threshold("cast_slower_than_copy"), rerun_advice(c)),
+                            {{"case", c.full_id()}, {"pct_of_copy", *of_copy}, {"low", interval->low},
+                             {"high", interval->high}, {"advice", rerun_advice(c)}}));
       continue;
     }
     out.push_back(finding("cast_slower_than_copy", "warning",
@@ -657,6 +679,13 @@ json Explanation::to_json() const {
   for (const auto& c : cases) {
     json jc = {{"id", c.id}, {"precision", c.precision}, {"speedup", c.speedup ? json(*c.speedup) : json()},
                {"findings", json::array()}};
+    if (c.interval)
+      jc["interval"] = {{"low", c.interval->low},
+                        {"high", c.interval->high},
+                        {"confidence", interval_confidence()},
+                        {"band", no_change_threshold()},
+                        {"reading", reading_name(c.interval->reading)},
+                        {"samples", {c.interval->samples_a, c.interval->samples_b}}};
     if (c.decomposition) jc["decomposition"] = decomposition_json(*c.decomposition);
     for (const auto& f : c.findings) jc["findings"].push_back(finding_json(f));
     j["cases"].push_back(jc);
@@ -687,7 +716,7 @@ std::string Explanation::to_text() const {
   }
   for (const auto& c : cases) {
     const std::string headline = c.precision == baseline ? "the baseline"
-                                 : c.speedup       ? fmt::format("{:.2f}x over {}", *c.speedup, baseline)
+                                 : c.speedup       ? speedup_text(*c.speedup, baseline, c.interval)
                                                    : fmt::format("no {} case to compare with", baseline);
     if (c.findings.empty() && !c.decomposition) {
       out += fmt::format("{}: {}; no rule fired\n", c.id, headline);

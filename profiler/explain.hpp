@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "profiler/noise_gate.hpp"
 
 namespace mpbench::profiler {
 
@@ -49,6 +50,7 @@ struct CaseExplanation {
   std::string id;  // suite/name/backend/precision
   std::string precision;
   std::optional<double> speedup;  // measured, over the baseline
+  std::optional<RatioInterval> interval;  // the speedup's, where both cases kept their samples
   std::optional<Decomposition> decomposition;
   std::vector<Finding> findings;
 };

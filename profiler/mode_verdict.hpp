@@ -1,9 +1,10 @@
 #pragma once
 // The verdict on top of explain: for each low-precision mode, one sentence saying whether it pays
-// here, by how much (the median of its speedups that passed the noise gate), what limits it (the
-// first root cause that fired for it, in kLimitOrder, else the limiting category of its time) and
-// what would change that (the fix of that rule). Ratios too noisy to read get no cause: the
-// sentence says so and to rerun.
+// here, is on par or does not (its speedups' intervals against the no-change band, noise_gate.hpp),
+// by how much (the median of its speedups whose interval is decided), what limits it (the first
+// root cause that fired for it, in kLimitOrder, else the limiting category of its time) and what
+// would change that (the fix of that rule). A mode whose every interval reaches across an edge of
+// the band gets no cause: the sentence gives the interval and how to rerun.
 #include <vector>
 
 #include "profiler/explain.hpp"

@@ -4,34 +4,73 @@
 
 #include <cmath>
 
+#include "compare/options.hpp"
+#include "compare/statistics.hpp"
 #include "profiler/evidence.hpp"
 
 namespace mpbench::profiler {
 
-std::string NoiseGate::message() const {
-  return fmt::format("its two times spread ±{:.1f}% and ±{:.1f}%, beyond the run's noise target of {:.1f}%: too "
-                     "noisy to name a cause; rerun on a quieter machine or with a longer --timeout, and compare "
-                     "several runs with mpbench compare",
-                     100 * spread_a, 100 * spread_b, 100 * limit / std::sqrt(2.0));
+std::string_view reading_name(Reading r) {
+  switch (r) {
+    case Reading::pays: return "pays";
+    case Reading::on_par: return "on par";
+    case Reading::does_not_pay: return "does not pay";
+    case Reading::too_noisy: return "too noisy";
+  }
+  return "too noisy";
+}
+
+double no_change_threshold() { return compare::Options{}.threshold; }
+double interval_confidence() { return 1 - compare::Options{}.alpha; }
+
+std::string RatioInterval::interval_text() const {
+  return fmt::format("{:.0f}% interval {:.2f}x-{:.2f}x", 100 * interval_confidence(), low, high);
+}
+
+std::string RatioInterval::percent_interval_text() const {
+  return fmt::format("{:.0f}% interval {:.1f}%-{:.1f}%", 100 * interval_confidence(), low, high);
 }
 
 namespace {
 
-bool sampled(const CaseResult& c) { return c.seconds && c.details.contains("measurement"); }
+// Where ln(speedup) ± half_width lies against the no-change band, which is of time: the mode's
+// time within ±threshold of the baseline's, a speedup within [1/(1+threshold), 1/(1-threshold)].
+Reading reading_of(double log_speedup, double half_width) {
+  const compare::NoChangeBand time_band = compare::NoChangeBand::of(no_change_threshold());
+  const double low = log_speedup - half_width, high = log_speedup + half_width;
+  if (low > -time_band.low) return Reading::pays;
+  if (high < -time_band.high) return Reading::does_not_pay;
+  if (low >= -time_band.high && high <= -time_band.low) return Reading::on_par;
+  return Reading::too_noisy;
+}
 
 }  // namespace
 
-std::optional<NoiseGate> noise_gate(const ResultDocument& doc, const CaseResult& a, const CaseResult& b) {
-  const nlohmann::json::json_pointer target("/sampler/max_noise");
-  if (!doc.run.contains(target) || !doc.run.at(target).is_number() || !sampled(a) || !sampled(b)) return std::nullopt;
-  NoiseGate gate;
-  gate.spread_a = a.seconds->relative_spread();
-  gate.spread_b = b.seconds->relative_spread();
-  gate.noise = std::hypot(gate.spread_a, gate.spread_b);
-  gate.limit = doc.run.at(target).get<double>() * std::sqrt(2.0);
-  return gate;
+std::optional<RatioInterval> ratio_interval(const CaseResult& a, const CaseResult& b, double speedup) {
+  if (!a.seconds || !b.seconds || !(speedup > 0)) return std::nullopt;
+  const std::vector<double>&mine = a.seconds->values, &theirs = b.seconds->values;
+  if (mine.empty() || theirs.empty() || mine.size() + theirs.size() < 3) return std::nullopt;
+  const auto d = compare::log_difference(theirs, mine, compare::Options{}.alpha);
+  const double half_width = (d.high - d.low) / 2;
+  RatioInterval r;
+  r.estimate = speedup;
+  r.low = speedup * std::exp(-half_width);
+  r.high = speedup * std::exp(half_width);
+  r.samples_a = mine.size();
+  r.samples_b = theirs.size();
+  r.reading = reading_of(std::log(speedup), half_width);
+  return r;
 }
 
+bool decides_against(const RatioInterval& r, double threshold) { return r.low > threshold || r.high < threshold; }
+
+std::string rerun_advice(const CaseResult& c) {
+  if (c.suite == "transformer")
+    return "rerun with more --steps (each step is a sample), or run it several times and compare the runs with "
+           "mpbench compare";
+  return "rerun with a longer --timeout and --min-time (more samples) on a quieter machine, or run it several times "
+         "and compare the runs with mpbench compare";
+}
 CopyIndex::CopyIndex(const ResultDocument& doc) {
   for (const auto& c : doc.cases) {
     if (c.status != CaseStatus::ok) continue;

@@ -17,10 +17,10 @@ constexpr Rule kRules[] = {
     {"verdict", "details.gemm_path, env.cpu.flags, env.backend.onednn, env.device.name", 0, "-",
      "{device} runs its {precisions} GEMMs {natively|converted to fp32} ({reason}); measured here: {speedups}",
      "hardware with the instructions the reason names (AVX512-BF16, AMX, Tensor Cores); --cpu-gemm auto; --cpu-isa all"},
-    {"verdict_mode", "the explanation: each mode's speedups past the noise gate, its warnings, its decomposition",
-     1.05, "pays: median speedup >= 1.05",
-     "{mode} pays here | does not pay here: {median}x over {baseline}; limited by {rule} ({message}); what would "
-     "change that: {fix}",
+    {"verdict_mode", "the explanation: each mode's speedups and their intervals, its warnings, its decomposition",
+     0.05, "pays | is on par | does not pay: the speedups' 99% intervals above, within or below time ±5%",
+     "{mode} pays here | is on par here | does not pay here: {median}x over {baseline} ({interval}); limited by "
+     "{rule} ({message}); what would change that: {fix}",
      "-"},
     {"verdict_training", "speedups of transformer cases, details.breakdown", 0, "-",
      "{mode} trains at {speedup}x {baseline}'s speed per step: its GEMMs {x}x, everything else {y}x", "-"},
@@ -60,9 +60,11 @@ constexpr Rule kRules[] = {
      "the vocabulary, padded to {vocab}, is not a multiple of {align}: a dimension of the LM head's GEMMs",
      "pad the vocabulary to a multiple of 64 (--vocab-pad 64)"},
     // The ratio.
-    {"too_noisy", "metrics.seconds spreads of both cases, run.sampler.max_noise", 1.41421356237, "noise > max_noise x sqrt(2)",
-     "{speedup}x over {baseline}, but its times spread {a} and {b}, beyond the run's noise target",
-     "rerun on a quieter machine, with a longer --timeout, or several runs and mpbench compare"},
+    {"too_noisy", "metrics.seconds values of both cases (Student's t on ln times, as compare)", 0.05,
+     "the 99% interval reaches across an edge of time ±5% (a share: across the rule's threshold)",
+     "{speedup}x over {baseline} ({interval}): across an edge of the ±5% band, no cause named",
+     "training: more --steps or several runs and mpbench compare; microbenchmarks: a longer --timeout and "
+     "--min-time, or several runs and mpbench compare"},
     {"slower_than_baseline", "the speedup", 1, "speedup < 1", "{speedup}x: slower than {baseline}", "-"},
     {"below_datasheet_ratio", "details.peak.tflops of both cases", 0.5, "speedup < 0.5 x the peaks' ratio",
      "{speedup}x over {baseline} where the datasheet peaks allow {ratio}x", "-"},

@@ -14,6 +14,7 @@
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
 #include "profiler/noise_gate.hpp"
+#include "profiler/rules.hpp"
 
 namespace mpbench::profiler {
 
@@ -101,11 +102,12 @@ void training_figures(const CasesById& cases, const std::vector<Speedup>& speedu
   }
 }
 
-// A case's ratio passes explain's noise gate (or no noise target applies to it).
-bool quiet_enough(const ResultDocument& doc, const CaseResult* a, const CaseResult* b) {
+// Whether a speedup's interval is decided (pays, on par or does not pay), or it has none: the
+// figures below leave out only what is too noisy to read.
+bool readable(const CaseResult* a, const CaseResult* b, double speedup) {
   if (!a || !b) return true;
-  const auto gate = noise_gate(doc, *a, *b);
-  return !gate || !gate->closed();
+  const auto interval = ratio_interval(*a, *b, speedup);
+  return !interval || interval->decided();
 }
 
 // The speedups of each precision of one suite over the baseline that pass the noise gate, and how
@@ -115,14 +117,14 @@ struct SpeedupsOfPrecision {
   std::size_t too_noisy = 0;
 };
 
-std::map<std::string, SpeedupsOfPrecision> speedups_by_precision(const ResultDocument& doc, const CasesById& cases,
+std::map<std::string, SpeedupsOfPrecision> speedups_by_precision(const CasesById& cases,
                                                                  const std::vector<Speedup>& speedups,
                                                                  const std::string& suite) {
   std::map<std::string, SpeedupsOfPrecision> by_precision;
   for (const Speedup& s : speedups) {
     if (s.suite != suite) continue;
     auto& entry = by_precision[s.precision];
-    if (quiet_enough(doc, find_case(cases, s, s.precision), find_case(cases, s, s.baseline)))
+    if (readable(find_case(cases, s, s.precision), find_case(cases, s, s.baseline), s.value))
       entry.values.push_back(s.value);
     else ++entry.too_noisy;
   }
@@ -134,9 +136,9 @@ std::string left_out(std::size_t too_noisy) {
   return too_noisy ? fmt::format("; {} more left out as too noisy to read (rerun them)", too_noisy) : "";
 }
 
-void gemm_figures(const ResultDocument& doc, const CasesById& cases, const std::vector<Speedup>& speedups,
+void gemm_figures(const CasesById& cases, const std::vector<Speedup>& speedups,
                   const std::map<std::string, PathSeen>& paths, const std::string& baseline, std::vector<Finding>& out) {
-  for (const auto& [precision, entry] : speedups_by_precision(doc, cases, speedups, "gemm")) {
+  for (const auto& [precision, entry] : speedups_by_precision(cases, speedups, "gemm")) {
     if (entry.values.empty()) continue;
     const double m = median_of(entry.values);
     const auto path = paths.find(precision);
@@ -150,9 +152,9 @@ void gemm_figures(const ResultDocument& doc, const CasesById& cases, const std::
 }
 
 // Memory-bound kernels move half the bytes in 16 bits: at best 2x, on every device.
-void bandwidth_figures(const ResultDocument& doc, const CasesById& cases, const std::vector<Speedup>& speedups,
+void bandwidth_figures(const CasesById& cases, const std::vector<Speedup>& speedups,
                        const std::string& baseline, std::vector<Finding>& out) {
-  for (const auto& [precision, entry] : speedups_by_precision(doc, cases, speedups, "bandwidth")) {
+  for (const auto& [precision, entry] : speedups_by_precision(cases, speedups, "bandwidth")) {
     if (entry.values.empty()) continue;
     const double m = median_of(entry.values);
     out.push_back({"verdict_memory_bound", m < 1 ? "warning" : "info",
@@ -171,7 +173,10 @@ void cast_figures(const ResultDocument& doc, std::vector<Finding>& out) {
   for (const CaseResult& c : doc.cases) {
     const auto pct = number_at(c.rates, {"pct_of_copy"});
     if (c.suite != "cast" || c.status != CaseStatus::ok || string_or(c.params, "kernel", "") == "copy" || !pct) continue;
-    if (quiet_enough(doc, &c, copies.copy_of(c))) pct_of_copy.push_back(*pct);
+    const CaseResult* copy = copies.copy_of(c);
+    const auto interval = copy ? ratio_interval(c, *copy, *pct) : std::nullopt;
+    if (!interval || decides_against(*interval, explain_rule("cast_slower_than_copy").threshold))
+      pct_of_copy.push_back(*pct);
     else ++too_noisy;
   }
   if (pct_of_copy.empty()) return;
@@ -345,10 +350,10 @@ std::vector<Finding> verdict(const ResultDocument& doc, const std::string& basel
   if (paths.empty()) return {};
   const std::vector<Speedup> speedups = speedups_over(doc.cases, baseline);
   const CasesById cases = cases_by_id(doc);
-  std::vector<Finding> out{headline(doc, paths, speedups_by_precision(doc, cases, speedups, "gemm"), baseline)};
+  std::vector<Finding> out{headline(doc, paths, speedups_by_precision(cases, speedups, "gemm"), baseline)};
   training_figures(cases, speedups, baseline, out);
-  gemm_figures(doc, cases, speedups, paths, baseline, out);
-  bandwidth_figures(doc, cases, speedups, baseline, out);
+  gemm_figures(cases, speedups, paths, baseline, out);
+  bandwidth_figures(cases, speedups, baseline, out);
   cast_figures(doc, out);
   return out;
 }

@@ -2,6 +2,7 @@
 // silent without it.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -308,20 +309,53 @@ TEST(ModeVerdict, OneSentencePerModeWithItsLimitAndWhatWouldChangeIt) {
   EXPECT_EQ(e.to_json()["modes"].size(), 2u);
 }
 
-// A mode whose every ratio is too noisy gets no cause, only the advice to rerun.
+// A mode whose every ratio is too noisy gets no cause, only its interval and the advice to rerun.
 TEST(ModeVerdict, NoCauseForNoise) {
   auto noisy = [](const std::string& precision, double median) {
     json c = step("gemm", "cuda", precision, median,
                   {{"algorithm", {{"tensor_cores", false}}}, {"measurement", {{"converged", false}}}});
-    c["metrics"]["seconds"] = {{"median", median}, {"min", median * 0.2}, {"max", median * 3}, {"mean", median},
-                               {"stddev", median}, {"samples", 10}};
+    std::vector<double> values;
+    for (int i = 0; i < 10; ++i) values.push_back(median * (i % 2 ? 1.5 : 0.5));
+    c["metrics"]["seconds"] = Statistics::of(values).to_json();
     return c;
   };
-  const auto e = explained(json::array({noisy("fp32", 0.010), noisy("fp16", 0.012)}),
-                           {{"device", "cuda"}, {"sampler", {{"max_noise", 0.02}}}}, gpu_env("Tesla T4", "7.5"));
+  const auto e = explained(json::array({noisy("fp32", 0.010), noisy("fp16", 0.0095)}), {{"device", "cuda"}},
+                           gpu_env("Tesla T4", "7.5"));
   ASSERT_EQ(e.modes.size(), 1u);
   EXPECT_FALSE(e.modes[0].evidence.contains("limit")) << e.modes[0].message;
   EXPECT_NE(e.modes[0].message.find("too noisy to say whether it pays here"), std::string::npos) << e.modes[0].message;
+  EXPECT_NE(e.modes[0].message.find("1.05x, 99% interval 0."), std::string::npos) << e.modes[0].message;
+  EXPECT_NE(e.modes[0].message.find("--timeout"), std::string::npos) << e.modes[0].message;
+}
+
+// A training step 1.35x faster with ±3% spread over 24 steps is decided: it pays, with its cause;
+// one on par is said so, with its cause too; across the band's edge the advice is more --steps.
+TEST(ModeVerdict, TrainingStepsAreReadByTheirInterval) {
+  auto steps = [](const std::string& precision, double median, double spread) {
+    json c = step("transformer", "cpu", precision, median,
+                  {{"measurement", {{"converged", false}}},
+                   {"breakdown", {{"categories", {{"gemm", 0.6 * median}, {"elementwise", 0.4 * median}}}}}});
+    std::vector<double> values;
+    for (int i = 0; i < 24; ++i) values.push_back(median * std::exp(i % 2 ? spread : -spread));
+    Statistics s = Statistics::of(values);
+    s.median = median;
+    c["metrics"]["seconds"] = s.to_json();
+    return c;
+  };
+  const json run = {{"device", "cpu"}, {"sampler", {{"max_noise", 0.005}}}};
+  const auto pays = explained(json::array({steps("fp32", 0.1167, 0.03), steps("amp-bf16", 0.1167 / 1.35, 0.03)}), run);
+  ASSERT_EQ(pays.modes.size(), 1u);
+  EXPECT_EQ(pays.modes[0].evidence["reading"], "pays") << pays.modes[0].message;
+  EXPECT_NE(pays.modes[0].message.find("amp-bf16 pays here: 1.35x over fp32 (99% interval 1.3"), std::string::npos)
+      << pays.modes[0].message;
+  EXPECT_NE(pays.modes[0].message.find("; limited by"), std::string::npos) << pays.modes[0].message;
+  const auto par = explained(json::array({steps("fp32", 0.1, 0.03), steps("amp-bf16", 0.1 / 1.02, 0.03)}), run);
+  EXPECT_NE(par.modes[0].message.find("amp-bf16 is on par here: 1.02x"), std::string::npos) << par.modes[0].message;
+  EXPECT_NE(par.modes[0].message.find("; limited by"), std::string::npos) << par.modes[0].message;
+  const auto noisy = explained(json::array({steps("fp32", 0.1, 0.05), steps("amp-bf16", 0.1 / 1.06, 0.05)}), run);
+  EXPECT_NE(noisy.modes[0].message.find("too noisy"), std::string::npos) << noisy.modes[0].message;
+  EXPECT_NE(noisy.modes[0].message.find("more --steps"), std::string::npos) << noisy.modes[0].message;
+  EXPECT_EQ(noisy.modes[0].message.find("--timeout"), std::string::npos) << noisy.modes[0].message;
 }
 
 }  // namespace
