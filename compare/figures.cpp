@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compare/statistics.hpp"
+
 namespace mpbench::compare {
 
 std::string_view metric_name(Metric m) {
@@ -62,9 +64,24 @@ const CaseResult* find_ok(const CaseIndex& index, const CaseResult& like, const 
 
 double spread_of(const CaseResult* c) { return c && c->seconds ? c->seconds->relative_spread() : 0.0; }
 
-// A run's fastest sample: interference from other processes only ever adds time, so on a shared
-// machine it moves far less from run to run than the median.
+// The case's median time: a ratio of two is the speedup run's table, explain and report.py print,
+// so compare tracks the same number.
+double median_time(const CaseResult& c) { return c.seconds->median; }
+
+// A run's fastest sample, which a time is tracked by: interference from other processes only ever
+// adds time, so on a shared machine it moves far less from run to run than the median.
 double fastest(const CaseResult& c) { return c.seconds->min > 0 ? c.seconds->min : c.seconds->median; }
+
+// The noise of the case's mean ln time; none where it has none.
+std::optional<MeanLogNoise> noise_of(const CaseResult* c) {
+  return c && c->seconds ? mean_log_noise(*c->seconds) : std::nullopt;
+}
+
+// Both cases' noise behind a ratio; none where either has none.
+std::optional<MeanLogNoise> combined(const std::optional<MeanLogNoise>& a, const std::optional<MeanLogNoise>& b) {
+  if (!a || !b) return std::nullopt;
+  return *a + *b;
+}
 
 bool converged(const CaseResult* c) {
   if (!c) return true;
@@ -76,10 +93,10 @@ std::optional<RunFigure> speedup_figure(const CaseIndex& run, const CaseResult& 
   if (c.precision == baseline) return std::nullopt;
   const CaseResult* partner = find_ok(run, c, c.name, baseline);
   if (!partner) return std::nullopt;
-  if (!partner->seconds || !c.seconds || fastest(c) <= 0 || fastest(*partner) <= 0) return std::nullopt;
+  if (!partner->seconds || !c.seconds || median_time(c) <= 0 || median_time(*partner) <= 0) return std::nullopt;
   // A ratio of two times: its spread combines both times'.
-  return RunFigure{fastest(*partner) / fastest(c), std::hypot(spread_of(&c), spread_of(partner)), {}, baseline,
-                   converged(&c) && converged(partner)};
+  return RunFigure{median_time(*partner) / median_time(c), std::hypot(spread_of(&c), spread_of(partner)), {}, baseline,
+                   converged(&c) && converged(partner), combined(noise_of(&c), noise_of(partner))};
 }
 
 // The copy a case's pct_of_copy is relative to (details.copy_reference); null for documents
@@ -97,21 +114,21 @@ std::optional<RunFigure> pct_of_copy_figure(const CaseIndex& run, const CaseResu
   if (ref.is_null()) {
     // An older document: the copy itself is the case at 100% of it, to the last bits.
     if (std::abs(value - 100) < 1e-9) return std::nullopt;
-    return RunFigure{value, spread_of(&c), {}, "the run's copy", converged(&c)};
+    return RunFigure{value, spread_of(&c), {}, "the run's copy", converged(&c), std::nullopt};
   }
   const std::string name = ref.value("name", ""), precision = ref.value("precision", "");
   if (name == c.name && precision == c.precision) return std::nullopt;  // the copy itself
   const CaseResult* copy = find_ok(run, c, name, precision);
   if (value <= 0 || !copy || !c.seconds || !copy->seconds) return std::nullopt;
-  // The recorded share is of median rates (GB/s is bytes over time); taken to the fastest samples.
-  const double fastest_share = value * (c.seconds->median / fastest(c)) * (fastest(*copy) / copy->seconds->median);
-  return RunFigure{fastest_share, std::hypot(spread_of(&c), spread_of(copy)), {}, fmt::format("{} {}", name, precision),
-                   converged(&c) && converged(copy)};
+  // The share as the run recorded it (of median rates), the one its table and explain print.
+  return RunFigure{value, std::hypot(spread_of(&c), spread_of(copy)), {}, fmt::format("{} {}", name, precision),
+                   converged(&c) && converged(copy), combined(noise_of(&c), noise_of(copy))};
 }
 
 std::optional<RunFigure> seconds_figure(const CaseResult& c) {
   if (!c.seconds || fastest(c) <= 0) return std::nullopt;
-  return RunFigure{fastest(c), c.seconds->relative_spread(), c.seconds->values, "the base runs", converged(&c)};
+  return RunFigure{fastest(c), c.seconds->relative_spread(), c.seconds->values, "the base runs", converged(&c),
+                   noise_of(&c)};
 }
 
 }  // namespace

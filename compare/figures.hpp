@@ -6,10 +6,13 @@
 //                the cast suite's conversions and the bandwidth suite's fp32 kernels);
 //   seconds:     its time, for the rest (fp32 GEMMs, the copies themselves), judged against the
 //                base runs of the same case.
-// Each is taken from the run's fastest samples (metrics.seconds.min): on a shared machine other
-// processes only ever add time, so the fastest sample moves far less between runs than the median
-// (the minimum as the robust estimator, as Conbench's best-of-repetitions). Ratios measured within
-// one run cancel most of the drift between runs; times do not, which is what repeated runs are for.
+// A ratio is the number the run itself recorded and printed (the ratio of the medians,
+// rates.pct_of_copy as written), which explain and scripts/report.py print too: one number, one
+// answer. Measured within one run, it cancels most of the drift between runs. A time does not: it
+// is taken from the run's fastest sample (metrics.seconds.min), since on a shared machine other
+// processes only ever add time and the fastest sample moves far less between runs than the median
+// (the minimum as the robust estimator, as Conbench's best-of-repetitions); repeated runs are what
+// make it trustworthy.
 #include <map>
 #include <utility>
 #include <optional>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "compare/sides.hpp"
+#include "compare/statistics.hpp"
 #include "core/result.hpp"
 
 namespace mpbench::compare {
@@ -32,6 +36,8 @@ struct RunFigure {
   std::vector<double> samples;  // seconds: the run's samples, for the rank test
   std::string reference;       // what the figure is relative to, e.g. "fp32", "memcpy/n=1048576 fp32"
   bool converged = true;       // every measurement behind it reached the run's noise target
+  // The noise of its mean ln time, of every case behind it; none where one has fewer than two samples.
+  std::optional<MeanLogNoise> noise;
 };
 
 // The ok cases of one run by identity, built once per document: a case's baseline precision and

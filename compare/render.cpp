@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/figure_text.hpp"
 #include "core/printable.hpp"
 
 namespace mpbench::compare {
@@ -30,8 +31,8 @@ std::string format_seconds(double s) {
 
 std::string format_value(const Comparison& c, double v) {
   switch (c.metric) {
-    case Metric::speedup: return fmt::format("{:.3f}x", v);
-    case Metric::pct_of_copy: return fmt::format("{:.1f}%", v);
+    case Metric::speedup: return printed_speedup(v);
+    case Metric::pct_of_copy: return printed_share(v);
     case Metric::seconds: return format_seconds(v);
   }
   return "";
@@ -46,6 +47,7 @@ std::string interval_label(const Comparison& c) {
 std::string noise_label(const Comparison& c) {
   std::string label = c.test == NoiseTest::rank           ? fmt::format("U test p={:.2g}", *c.p_value)
                       : c.test == NoiseTest::between_runs ? fmt::format("±{:.1f}% between runs", 100 * c.noise)
+                      : c.test == NoiseTest::samples      ? fmt::format("t on samples, spread ±{:.1f}%", 100 * c.noise)
                                                           : fmt::format("spread ±{:.1f}%", 100 * c.noise);
   if (c.unconverged_runs > 0) label += fmt::format(", {} unconverged", c.unconverged_runs);
   return label;
@@ -66,15 +68,16 @@ std::string confidence(const Options& o) { return fmt::format("{:g}%", 100 * (1 
 
 // How the verdicts are reached, one line each.
 std::vector<std::string> what_is_compared(const Options& o) {
-  return {fmt::format("tracked (from each run's fastest samples): the speedup over {b} where a run measured {b} on "
-                      "the same case, else the share of the copy measured in the same run, else the time{abs}",
+  return {fmt::format("tracked: the speedup over {b} where a run measured {b} on the same case, else the share of the "
+                      "copy measured in the same run (both as the run recorded them, of median times), else the "
+                      "fastest time{abs}",
                       fmt::arg("b", o.baseline), fmt::arg("abs", o.absolute ? " (and every time)" : "")),
           fmt::format("verdicts: regressed or improved = the whole interval of the change beyond ±{t:g}%; same = "
                       "within ±{t:g}%; noisy = across ±{t:g}%, never a failure",
                       fmt::arg("t", 100 * o.threshold)),
-          fmt::format("interval: {} confidence from the spread between runs; with one run per side, the change ± "
-                      "both runs' own spreads; where most runs of a side stopped before their noise target, it "
-                      "also covers that band",
+          fmt::format("interval: {} confidence from the spread between runs; with one run per side, Student's t "
+                      "on the samples behind both figures (else the change ± both runs' own spreads); where most "
+                      "runs of a side stopped before their noise target, it also covers their own spreads",
                       confidence(o))};
 }
 

@@ -168,6 +168,23 @@ LogSample log_sample(const std::vector<double>& values) {
 
 }  // namespace
 
+std::optional<MeanLogNoise> mean_log_noise(const Statistics& s) {
+  if (s.values.size() >= 2) {
+    const double n = static_cast<double>(s.values.size());
+    double mean = 0, squares = 0;
+    for (double v : s.values) mean += std::log(v) / n;
+    for (double v : s.values) squares += (std::log(v) - mean) * (std::log(v) - mean);
+    return MeanLogNoise{squares / (n - 1) / n, n - 1};
+  }
+  if (!s.values.empty() || s.samples < 2 || !(s.mean > 0)) return std::nullopt;
+  const double n = static_cast<double>(s.samples), spread = s.relative_spread();
+  return MeanLogNoise{spread * spread / n, n - 1};
+}
+
+MeanLogNoise operator+(const MeanLogNoise& a, const MeanLogNoise& b) {
+  return {a.variance + b.variance, a.degrees_of_freedom + b.degrees_of_freedom};
+}
+
 LogDifference log_difference(const std::vector<double>& base, const std::vector<double>& current, double alpha) {
   if (base.empty() || current.empty() || base.size() + current.size() < 3)
     throw std::invalid_argument("log_difference needs a value on each side and three in all");

@@ -6,6 +6,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/stats.hpp"
+
 namespace mpbench::compare {
 
 // ---- Mann-Whitney U (two-sided) ----
@@ -24,6 +26,18 @@ double smallest_p_value(std::size_t n_a, std::size_t n_b);
 bool rank_test_can_decide(std::size_t n_a, std::size_t n_b, double alpha);
 
 // ---- Student's t ----
+
+// The noise of a measured time's mean ln value: the variance of that mean and its degrees of
+// freedom. From the samples where kept; where a document left them out, from its summary
+// (stddev / mean as the spread of the ln times, for small spreads, and its sample count).
+struct MeanLogNoise {
+  double variance = 0;
+  double degrees_of_freedom = 0;
+};
+// Empty with fewer than two samples, or a summary without a positive mean.
+std::optional<MeanLogNoise> mean_log_noise(const Statistics& s);
+// Two independent means' noise, as that of their difference: variances and degrees of freedom add.
+MeanLogNoise operator+(const MeanLogNoise& a, const MeanLogNoise& b);
 
 double student_t_cdf(double t, double degrees_of_freedom);
 // The t with student_t_cdf(t, df) = p; p in (0, 1), df > 0.

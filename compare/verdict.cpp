@@ -23,6 +23,7 @@ std::string_view noise_test_name(NoiseTest t) {
     case NoiseTest::spread: return "spread";
     case NoiseTest::rank: return "mann-whitney-u";
     case NoiseTest::between_runs: return "between-runs";
+    case NoiseTest::samples: return "t-on-samples";
   }
   return "spread";
 }
@@ -57,12 +58,22 @@ Evidence between_runs(Comparison& c, const std::vector<RunFigure>& base, const s
   return {d.estimate, d.low, d.high, d.spread};
 }
 
-// One run per side: the band of both runs' spreads (in log space a halving and a doubling are
-// equally far), or the rank test on the times when their samples can reach alpha.
+// One run per side. Where every case behind both figures has a noise (its samples, or a summary of
+// two or more): Student's t on the
+// change of their mean ln times (the variances of independent means add), the interval explain
+// reads its speedups with; else the band of both runs' spreads (in log space a halving and a
+// doubling are equally far). For times, the rank test on the samples where they can reach alpha.
 Evidence within_one_run(Comparison& c, const RunFigure& base, const RunFigure& current, const Options& options) {
   const double estimate = std::log(current.value / base.value);
   c.noise = std::hypot(base.spread, current.spread);
   Evidence e{estimate, estimate - c.noise, estimate + c.noise, c.noise / std::sqrt(2.0)};
+  if (base.noise && current.noise) {
+    const MeanLogNoise both = *base.noise + *current.noise;
+    const double half_width = student_t_quantile(1 - options.alpha / 2, both.degrees_of_freedom) * std::sqrt(both.variance);
+    c.test = NoiseTest::samples;
+    e.low = estimate - half_width;
+    e.high = estimate + half_width;
+  }
   if (c.metric == Metric::seconds && rank_test_can_decide(base.samples.size(), current.samples.size(), options.alpha)) {
     c.test = NoiseTest::rank;
     c.p_value = mann_whitney_u(base.samples, current.samples).p_value;
@@ -97,7 +108,7 @@ double own_spread(const std::vector<RunFigure>& figures) {
 }
 
 // The band of the runs' own spreads around the estimate, as one run per side has it: a run that
-// stopped before its noise target may have missed its fastest time by about its spread, and the
+// stopped before its noise target may have missed its typical time by about its spread, and the
 // runs' agreement cannot vouch for runs that did not settle. The interval widens to cover it.
 // Returns whether that band alone leaves the verdict open (reaches across an edge of `band`).
 bool cover_own_spread(Evidence& e, const std::vector<RunFigure>& base, const std::vector<RunFigure>& current,

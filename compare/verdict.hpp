@@ -10,9 +10,12 @@
 // A change smaller than T is no regression, so what is tested is "beyond T", not "not zero": a
 // real 2% drift between runs then raises no more alarms than no drift at all.
 // With several runs on a side the interval comes from the spread between runs (Student's t on
-// the log of each run's figure); with one run per side only that run's samples can speak: a
-// Mann-Whitney U test on the times when it can reach --alpha, and the band of both runs' spreads.
-// Where most runs of either side stopped before their noise target, their fastest samples come
+// the log of each run's figure); with one run per side only that run's samples can speak:
+// Student's t on the samples' mean ln times (the statistics explain uses), where every case behind
+// the figures kept its samples, else the band of both runs' spreads; for times also a
+// Mann-Whitney U test when it can reach --alpha. One run per side cannot see drift between runs:
+// CI that gates on times should keep two or more runs a side.
+// Where most runs of either side stopped before their noise target, their samples come
 // from measurements that did not settle, and runs that happen to agree do not show it: the
 // interval then also covers the band of the runs' own spreads (as with one run per side), so a
 // verdict needs both the runs' agreement and their own spread on its side.
@@ -30,8 +33,8 @@ namespace mpbench::compare {
 enum class Verdict { regressed, improved, noisy, same };
 std::string_view verdict_name(Verdict v);
 
-enum class NoiseTest { spread, rank, between_runs };
-std::string_view noise_test_name(NoiseTest t);  // "spread", "mann-whitney-u", "between-runs"
+enum class NoiseTest { spread, rank, between_runs, samples };
+std::string_view noise_test_name(NoiseTest t);  // "spread", "mann-whitney-u", "between-runs", "t-on-samples"
 
 inline constexpr int kMostRunsToSuggest = 30;
 

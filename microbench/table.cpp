@@ -6,6 +6,8 @@
 #include <optional>
 #include <tuple>
 
+#include "core/figure_text.hpp"
+
 namespace mpbench::microbench {
 
 namespace {
@@ -26,7 +28,8 @@ std::string format_rate(const CaseResult& c) {
 std::string format_share(const CaseResult& c) {
   for (const char* key : {"pct_of_copy", "pct_of_peak"})
     if (c.rates.contains(key) && c.rates[key].is_number())
-      return fmt::format("{:.0f}% {}", c.rates[key].get<double>(), key == std::string("pct_of_copy") ? "copy" : "peak");
+      return fmt::format("{} {}", printed_share(c.rates[key].get<double>()),
+                         key == std::string("pct_of_copy") ? "copy" : "peak");
   return "";
 }
 
@@ -86,7 +89,7 @@ std::string transformer_row(const CaseResult& c, std::optional<double> speedup) 
                                : "-";
   return fmt::format("{:<24} {:<9} {:<9} {:>10} {:>4.1f}% {:>10.0f} {:>8} {:>9.3f} {:>6} {:>10} {:>10} {:>8}\n", c.name,
                      c.precision, attention, format_seconds(c.seconds->median), 100 * c.seconds->relative_spread(),
-                     c.rates["tokens_per_s"].get<double>(), speedup ? fmt::format("{:.2f}x", *speedup) : "",
+                     c.rates["tokens_per_s"].get<double>(), speedup ? printed_speedup(*speedup) : "",
                      c.rates["tflops"].get<double>(), mfu, format_bytes(c.rates["peak_memory_bytes"].get<double>()), loss,
                      d["skipped_steps"].size());
 }
@@ -123,7 +126,7 @@ std::string format_summary(const ResultDocument& document) {
     out += fmt::format("{:<34} {:<10} {:>10} {:>5.1f}%{} {:>16} {:>10} {:>8}  {}\n", c.name, c.precision,
                        format_seconds(c.seconds->median), 100 * c.seconds->relative_spread(),
                        stopped_short(c) ? "*" : " ", format_rate(c),
-                       format_share(c), it == speedup.end() ? "" : fmt::format("{:.2f}x", it->second),
+                       format_share(c), it == speedup.end() ? "" : printed_speedup(it->second),
                        format_choice(c));
   }
   return out + noise_footnote(document);

@@ -521,20 +521,44 @@ void case_causes(const CaseResult& c, const CaseResult* base, const std::string&
   host_syncs_rule(c, out);
 }
 
+// The largest measured part of a step's host time: the wait for its input (details.host), or the
+// GPU's idle time between kernels beyond that wait (details.breakdown.gaps_s), which is host syncs
+// draining the queue where the step makes them (host_syncs' threshold), else launches. Empty
+// where the case recorded neither.
+std::optional<HostPart> host_part_of(const CaseResult& c) {
+  const json& host = host_of(c);
+  const double input = number_at(host, {"input_wait_s_per_step"}).value_or(0);
+  const auto gaps = number_at(member_or_null(c.details, "breakdown"), {"gaps_s"});
+  const auto syncs = number_at(host, {"host_syncs_per_step"});
+  const double idle = std::max(0.0, gaps.value_or(0) - input);
+  if (input <= 0 && idle <= 0) return std::nullopt;
+  if (input >= idle) return HostPart{"input_wait", input, "the wait for its input (reading and staging the batch)"};
+  if (syncs && *syncs >= threshold("host_syncs"))
+    return HostPart{"host_syncs", idle,
+                    fmt::format("the GPU's idle time between kernels, with {:.1f} host syncs per step draining the "
+                                "queue",
+                                *syncs)};
+  return HostPart{"launch_gaps", idle, "the GPU's idle time between kernels: launch-bound"};
+}
+
 void host_bound_rule(const CaseResult& c, const CaseResult& base, double speedup, std::vector<Finding>& out) {
   const auto kernels = kernel_seconds(c), base_kernels = kernel_seconds(base);
   if (!kernels || !base_kernels || *kernels <= 0) return;
   const double kernel_speedup = *base_kernels / *kernels;
   if (kernel_speedup <= 1 || speedup >= threshold("host_bound_step") * kernel_speedup) return;
   const double host_s = c.seconds ? c.seconds->median - *kernels : 0;
-  out.push_back(finding(
-      "host_bound_step", "warning",
-      fmt::format("the {} kernels ran {:.2f}x faster than {}'s but the step only {:.2f}x: {} of the {} step is host "
-                  "time (launches, syncs, input) that no precision shortens",
-                  c.precision, kernel_speedup, base.precision, speedup, ms(std::max(0.0, host_s)),
-                  c.seconds ? ms(c.seconds->median) : std::string("measured")),
-      {{"kernel_speedup", kernel_speedup}, {"step_speedup", speedup}, {"kernel_s_per_step", *kernels},
-       {"baseline_kernel_s_per_step", *base_kernels}}));
+  const auto part = host_part_of(c);
+  const std::string largest = part ? fmt::format("; its largest part is {} ({} per step)", part->what, ms(part->seconds))
+                                   : "; what it is (input, syncs, launches) was not recorded: --profile records it";
+  json evidence = {{"kernel_speedup", kernel_speedup}, {"step_speedup", speedup}, {"kernel_s_per_step", *kernels},
+                   {"baseline_kernel_s_per_step", *base_kernels}};
+  if (part) evidence["largest_part"] = {{"part", part->name}, {"seconds", part->seconds}};
+  out.push_back(finding("host_bound_step", "warning",
+                        fmt::format("the {} kernels ran {:.2f}x faster than {}'s but the step only {:.2f}x: {} of the "
+                                    "{} step is host time that no precision shortens{}",
+                                    c.precision, kernel_speedup, base.precision, speedup, ms(std::max(0.0, host_s)),
+                                    c.seconds ? ms(c.seconds->median) : std::string("measured"), largest),
+                        std::move(evidence)));
 }
 
 }  // namespace mpbench::profiler

@@ -59,4 +59,14 @@ void case_causes(const CaseResult& c, const CaseResult* base, const std::string&
 // host_bound_step's share of it, the host holds the step. A ratio: call it past the noise gate.
 void host_bound_rule(const CaseResult& c, const CaseResult& base, double speedup, std::vector<Finding>& out);
 
+// The largest measured part of a step's host time, the rule that names it (input_wait, host_syncs
+// or launch_gaps), its seconds per step and what it is.
+struct HostPart {
+  std::string name;
+  double seconds = 0;
+  std::string what;
+};
+// Empty where the case recorded neither its input wait nor the GPU's gaps between kernels.
+std::optional<HostPart> host_part_of(const CaseResult& c);
+
 }  // namespace mpbench::profiler

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/figure_text.hpp"
 #include "profiler/against.hpp"
 #include "profiler/breakdown.hpp"
 #include "profiler/causes.hpp"
@@ -314,6 +315,26 @@ int overflow_steps(const json& details) {
   return drops;
 }
 
+// What the GPU's gaps between kernels are: the wait for the input or host syncs where those are the
+// larger part of the host time (host_part_of), else launches.
+std::string why_the_gpu_idles(const CaseResult& c) {
+  const auto part = host_part_of(c);
+  if (part && part->name == "input_wait")
+    return fmt::format("the step waits {} for its input meanwhile, the larger part: faster input, not fewer "
+                       "launches, would help",
+                       ms(part->seconds));
+  if (part && part->name == "host_syncs")
+    return fmt::format("{:.1f} host syncs per step drain the queue: sync-bound, not held by launches; keep the loss "
+                       "scale and the loss on the device",
+                       number_at(member_or_null(c.details, "host"), {"host_syncs_per_step"}).value_or(0));
+  return "launch-bound; fewer, fused kernels or CUDA graphs would help";
+}
+
+std::string host_part_name(const CaseResult& c) {
+  const auto part = host_part_of(c);
+  return part ? part->name : "launch_gaps";
+}
+
 void breakdown_rules(const CaseResult& c, const std::map<std::string, double>& mode, std::vector<Finding>& out) {
   const double total = sum(mode);
   if (c.precision != "fp32")
@@ -334,10 +355,9 @@ void breakdown_rules(const CaseResult& c, const std::map<std::string, double>& m
   const auto gaps = number_at(b, {"gaps_s"}), region = number_at(b, {"region_s"});
   if (gaps && region && *region > 0 && *gaps / *region >= threshold("launch_gaps"))
     out.push_back(finding("launch_gaps", "warning",
-                          fmt::format("the GPU idles {} of the region between kernels ({}): launch-bound; fewer, "
-                                      "fused kernels or CUDA graphs would help",
-                                      pct(*gaps / *region), ms(*gaps)),
-                          {{"gaps_s", *gaps}, {"region_s", *region}}));
+                          fmt::format("the GPU idles {} of the region between kernels ({}): {}", pct(*gaps / *region),
+                                      ms(*gaps), why_the_gpu_idles(c)),
+                          {{"gaps_s", *gaps}, {"region_s", *region}, {"largest_part", host_part_name(c)}}));
   const auto unattributed = number_at(b, {"unattributed_s"});
   if (unattributed && total > 0 && *unattributed / total >= threshold("unattributed_time"))
     out.push_back(finding("unattributed_time", "info",
@@ -510,8 +530,8 @@ void vocabulary_rule(const CaseResult& c, std::vector<Finding>& out) {
 
 // "1.35x over fp32 (99% interval 1.31x-1.39x, 24 and 24 samples)", or without samples the ratio alone.
 std::string speedup_text(double speedup, const std::string& baseline, const std::optional<RatioInterval>& interval) {
-  if (!interval) return fmt::format("{:.2f}x over {}", speedup, baseline);
-  return fmt::format("{:.2f}x over {} ({}, {} and {} samples)", speedup, baseline, interval->interval_text(),
+  if (!interval) return fmt::format("{} over {}", printed_speedup(speedup), baseline);
+  return fmt::format("{} over {} ({}, {} and {} samples)", printed_speedup(speedup), baseline, interval->interval_text(),
                      interval->samples_a, interval->samples_b);
 }
 
@@ -540,7 +560,9 @@ void speedup_rules(const CaseResult& c, const CaseResult& base, double speedup,
 
 CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& facts, const CaseResult& c,
                              const CaseResult* base, const std::string& baseline) {
-  CaseExplanation e{c.full_id(), c.precision, measured_speedup(facts, c, base), std::nullopt, std::nullopt, {}};
+  CaseExplanation e{c.full_id(), c.precision, measured_speedup(facts, c, base), std::nullopt, std::nullopt,
+                    std::nullopt, {}};
+  if (string_or(c.params, "kernel", "") != "copy") e.pct_of_copy = number_at(c.rates, {"pct_of_copy"});
   if (c.suite == "gemm") {
     gpu_gemm_rules(doc, c, e.findings);
     cpu_gemm_rules(c, doc, e.findings);
@@ -577,25 +599,27 @@ std::vector<Finding> cast_rules(const ResultDocument& doc, const CopyIndex& copi
     const auto interval = copy ? ratio_interval(c, *copy, *of_copy) : std::nullopt;
     if (interval && !decides_against(*interval, threshold("cast_slower_than_copy"))) {
       out.push_back(finding("too_noisy", "warning",
-                            fmt::format("{} at {:.1f}% of a copy ({}): the interval reaches across the rule's {:.0f}%, "
+                            fmt::format("{} at {} of a copy ({}): the interval reaches across the rule's {:.0f}%, "
                                         "so whether it is slower is not known. {}",
-                                        c.name, *of_copy, interval->percent_interval_text(),
+                                        c.name, printed_share(*of_copy), interval->percent_interval_text(),
                                         threshold("cast_slower_than_copy"), rerun_advice(c)),
                             {{"case", c.full_id()}, {"pct_of_copy", *of_copy}, {"low", interval->low},
                              {"high", interval->high}, {"advice", rerun_advice(c)}}));
       continue;
     }
     out.push_back(finding("cast_slower_than_copy", "warning",
-                          fmt::format("{} runs at {:.1f}% of a copy of the same elements: each cast in a mixed-"
+                          fmt::format("{} runs at {} of a copy of the same elements: each cast in a mixed-"
                                       "precision step costs {:.1f}x a copy",
-                                      c.name, *of_copy, 100.0 / *of_copy),
+                                      c.name, printed_share(*of_copy), 100.0 / *of_copy),
                           {{"case", c.full_id()}, {"pct_of_copy", *of_copy}, {"gbps", member_or_null(c.rates, "gbps")}}));
   }
   return out;
 }
 
-// The fix the rule's table entry names, empty for a rule of context only.
+// The fix the rule's table entry names, empty for a rule of context only or a finding whose fix
+// does not apply (Tensor Core advice on a GPU without them).
 std::string fix_of(const Finding& f) {
+  if (member_or_null(f.evidence, "device_has_no_tensor_cores").is_boolean()) return "";
   const Rule* r = find_explain_rule(f.rule);
   return r && r->fix != "-" ? std::string(r->fix) : std::string();
 }
@@ -644,6 +668,22 @@ void append_decomposition(std::string& out, const Decomposition& d) {
                          c.category, pct(c.share_of_mode), d.ceiling);
 }
 
+// On a GPU without Tensor Cores no_tensor_cores names the cause: advice to reach them (pad the
+// dimensions for them, turn them on) cannot apply. Which GEMMs missed them stays, as context.
+void drop_tensor_core_advice(Explanation& e) {
+  for (CaseExplanation& c : e.cases) {
+    std::erase_if(c.findings, [](const Finding& f) {
+      return f.rule == "gemm_algorithms_off_tensor_cores" || f.rule == "misaligned_dimension" ||
+             f.rule == "misaligned_vocabulary";
+    });
+    for (Finding& f : c.findings)
+      if (f.rule == "gemm_not_on_tensor_cores") {
+        f.severity = "info";
+        f.evidence["device_has_no_tensor_cores"] = true;
+      }
+  }
+}
+
 }  // namespace
 
 Explanation explain(const ResultDocument& doc, const std::string& baseline) {
@@ -667,6 +707,7 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
     auto it = baseline_cases.find(key_of(c));
     out.cases.push_back(explain_case(doc, facts, c, it == baseline_cases.end() ? nullptr : it->second, baseline));
   }
+  if (has_tensor_cores(doc) == false) drop_tensor_core_advice(out);
   out.modes = mode_verdicts(out);
   return out;
 }
@@ -679,6 +720,7 @@ json Explanation::to_json() const {
   for (const auto& c : cases) {
     json jc = {{"id", c.id}, {"precision", c.precision}, {"speedup", c.speedup ? json(*c.speedup) : json()},
                {"findings", json::array()}};
+    if (c.pct_of_copy) jc["pct_of_copy"] = *c.pct_of_copy;
     if (c.interval)
       jc["interval"] = {{"low", c.interval->low},
                         {"high", c.interval->high},
@@ -717,6 +759,7 @@ std::string Explanation::to_text() const {
   for (const auto& c : cases) {
     const std::string headline = c.precision == baseline ? "the baseline"
                                  : c.speedup       ? speedup_text(*c.speedup, baseline, c.interval)
+                                 : c.pct_of_copy   ? fmt::format("{} of a copy", printed_share(*c.pct_of_copy))
                                                    : fmt::format("no {} case to compare with", baseline);
     if (c.findings.empty() && !c.decomposition) {
       out += fmt::format("{}: {}; no rule fired\n", c.id, headline);

@@ -51,6 +51,7 @@ struct CaseExplanation {
   std::string precision;
   std::optional<double> speedup;  // measured, over the baseline
   std::optional<RatioInterval> interval;  // the speedup's, where both cases kept their samples
+  std::optional<double> pct_of_copy;      // a cast's or stream kernel's recorded share of the copy
   std::optional<Decomposition> decomposition;
   std::vector<Finding> findings;
 };

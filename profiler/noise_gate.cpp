@@ -48,16 +48,17 @@ Reading reading_of(double log_speedup, double half_width) {
 
 std::optional<RatioInterval> ratio_interval(const CaseResult& a, const CaseResult& b, double speedup) {
   if (!a.seconds || !b.seconds || !(speedup > 0)) return std::nullopt;
-  const std::vector<double>&mine = a.seconds->values, &theirs = b.seconds->values;
-  if (mine.empty() || theirs.empty() || mine.size() + theirs.size() < 3) return std::nullopt;
-  const auto d = compare::log_difference(theirs, mine, compare::Options{}.alpha);
-  const double half_width = (d.high - d.low) / 2;
+  const auto mine = compare::mean_log_noise(*a.seconds), theirs = compare::mean_log_noise(*b.seconds);
+  if (!mine || !theirs) return std::nullopt;
+  const compare::MeanLogNoise both = *mine + *theirs;
+  const double half_width =
+      compare::student_t_quantile(1 - compare::Options{}.alpha / 2, both.degrees_of_freedom) * std::sqrt(both.variance);
   RatioInterval r;
   r.estimate = speedup;
   r.low = speedup * std::exp(-half_width);
   r.high = speedup * std::exp(half_width);
-  r.samples_a = mine.size();
-  r.samples_b = theirs.size();
+  r.samples_a = a.seconds->samples;
+  r.samples_b = b.seconds->samples;
   r.reading = reading_of(std::log(speedup), half_width);
   return r;
 }

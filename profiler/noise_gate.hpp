@@ -1,8 +1,9 @@
 #pragma once
 // explain's noise gate weighs the effect, not the spread alone. A speedup (or a cast's share of a
 // copy) is the ratio of two measured times; its confidence interval comes from both cases' samples
-// (per-step times of a training run, per-sample times of a microbenchmark) by the statistics
-// `compare` uses: Student's t on the ln times, variance pooled, at compare's default alpha. The
+// (per-step times of a training run, per-sample times of a microbenchmark; a summary's spread and
+// count where a document left them out) by the statistics `compare` uses for one run a side:
+// Student's t on the two mean ln times, their variances added, at compare's default alpha. The
 // ratio is read against compare's default no-change band (±5% of time): its interval beyond the
 // band pays, below it does not, within it is on par; only an interval across one of the band's
 // edges is too noisy to read, and then explain names no cause for it.
@@ -39,7 +40,7 @@ struct RatioInterval {
 
 // The interval of `figure`, as recorded, proportional to b's time over a's (a speedup of a over b,
 // or a's share of copy b in percent): its width from the two cases' samples; `reading` reads the
-// figure as a speedup. Empty where either case lacks samples, or both together have fewer than three.
+// figure as a speedup. Empty where either case has fewer than two samples.
 std::optional<RatioInterval> ratio_interval(const CaseResult& a, const CaseResult& b, double figure);
 
 // Whether the interval lies wholly on one side of `threshold`: it decides a rule comparing the

@@ -81,7 +81,7 @@ constexpr Rule kRules[] = {
     {"memory_bound_share", "details.breakdown memory-bound categories' share", 0.30, ">= 30% of the step",
      "memory-bound kernels take {share} of the step: 16-bit storage at best halves them", "fuse elementwise kernels"},
     {"launch_gaps", "details.breakdown.gaps_s / region_s", 0.10, "gaps >= 10% of the region",
-     "the GPU idles {share} of the region between kernels ({ms}): launch-bound",
+     "the GPU idles {share} of the region between kernels ({ms}): the input wait | host syncs | launch-bound",
      "fewer, fused kernels or CUDA graphs"},
     {"unattributed_time", "details.breakdown.unattributed_s", 0.01, ">= 1% of the step",
      "{share} of the time could not be attributed to an op", "-"},
@@ -128,7 +128,8 @@ constexpr Rule kRules[] = {
      "avoid the per-step sync: keep the loss scale and the loss on the device, read them every N steps"},
     {"host_bound_step", "kernel time per step (details.host.kernel_s_per_step, else a GPU breakdown) of both cases, "
      "the measured speedup", 0.8, "step speedup < 0.8 x the kernels' speedup",
-     "the {mode} kernels ran {k}x faster than {baseline}'s but the step only {s}x: {host} is host time",
+     "the {mode} kernels ran {k}x faster than {baseline}'s but the step only {s}x: {host} is host time; its largest "
+     "part is the input wait | host syncs | launch gaps",
      "CUDA graphs or fewer, fused kernels; fewer host syncs; a faster input pipeline"},
     // Root causes of the whole document (profiler/causes.cpp).
     {"no_tensor_cores", "run.device, env.device.compute_capability, env.device.name", 7.0,

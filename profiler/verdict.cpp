@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/figure_text.hpp"
 #include "core/stats.hpp"
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
@@ -182,9 +183,9 @@ void cast_figures(const ResultDocument& doc, std::vector<Finding>& out) {
   if (pct_of_copy.empty()) return;
   const double m = median_of(pct_of_copy);
   out.push_back({"verdict_casts", "info",
-                 fmt::format("a conversion runs at {:.0f}% of a copy of the same elements (median of {} casts{}): "
+                 fmt::format("a conversion runs at {} of a copy of the same elements (median of {} casts{}): "
                              "each cast in a mixed-precision step costs about {:.1f} copies",
-                             m, pct_of_copy.size(), left_out(too_noisy), m > 0 ? 100.0 / m : 0.0),
+                             printed_share(m), pct_of_copy.size(), left_out(too_noisy), m > 0 ? 100.0 / m : 0.0),
                  {{"median_pct_of_copy", m}, {"cases", pct_of_copy.size()}, {"too_noisy", too_noisy}}});
 }
 

@@ -62,7 +62,8 @@ jsonschema = required_module("jsonschema")
 matplotlib = required_module("matplotlib")
 matplotlib.use("Agg")  # no display on CI machines; must precede pyplot
 plt = required_module("matplotlib.pyplot")
-required_module("matplotlib.ticker")
+for submodule in ("matplotlib.ticker", "matplotlib.patches", "matplotlib.transforms"):
+    required_module(submodule)
 
 SCHEMA = "mpbench.result/1"
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "results" / "schema" / "result-1.schema.json"
@@ -320,6 +321,8 @@ class Machine:
     sources: list = field(default_factory=list)
     runs: dict = field(default_factory=dict)  # case key -> [case of each document]
     speedup_runs: dict = field(default_factory=dict)  # case key -> [speedup of each document]
+    speedup_baselines: dict = field(default_factory=dict)  # case key -> the precision it is a speedup over
+    threads: set = field(default_factory=set)  # env.cpu.threads of each document (OpenMP threads)
     # PyTorch's documents of the same hardware (scripts/torch_baseline.py): drawn beside mpbench's,
     # never mixed into its series. (suite, name, precision) -> [PyTorch's case of each document]
     peer_runs: dict = field(default_factory=dict)
@@ -436,10 +439,14 @@ def group_by_machine(documents: list[tuple[Path, dict]]) -> list[Machine]:
         m = machines.setdefault(key, Machine(key, label, doc["env"], cuda, first_doc=doc))
         m.dates.append(doc["created"])
         m.sources.append(str(path))
+        if isinstance(threads := (doc["env"].get("cpu") or {}).get("threads"), int):
+            m.threads.add(threads)
         for c in doc["cases"]:
             m.runs.setdefault(case_key(c), []).append(dict(c, source=str(path)))
         for s in doc["speedups"]:
-            m.speedup_runs.setdefault((s["suite"], s["name"], s["backend"], s["precision"]), []).append(s["speedup"])
+            key = (s["suite"], s["name"], s["backend"], s["precision"])
+            m.speedup_runs.setdefault(key, []).append(s["speedup"])
+            m.speedup_baselines[key] = s["baseline"]
     labels = [m.label for m in machines.values()]
     for m in machines.values():  # two machines one label would merge in legends: name them fully
         if labels.count(m.label) > 1:
@@ -463,6 +470,12 @@ class Plot:
         if runs > 1:
             point.update(low=spread[0], high=spread[1], runs=runs)
         self.points.append(point)
+
+    def add_range(self, series: str, x, y, case: dict, key: str, **extra):
+        """A point of a merged case with its rate range (`rate_range`) and run count, always."""
+        low, high = rate_range(case, key)
+        self.points.append({"series": series, "x": x, "y": y, "case": case_label(case), "low": low, "high": high,
+                            "runs": case.get("runs", 1), **extra})
 
     def add_case(self, series: str, x, y, case: dict, key: str):
         """A point of a merged case: its median, with the range and count of its repetitions."""
@@ -498,15 +511,20 @@ def colours(names):
 
 
 def finish(plot: Plot, ax, xlabel: str, ylabel: str, legend: str | None = "inside"):
-    """Labels, grid and a legend "inside" the axes or "below" them (for long machine names)."""
+    """Labels, grid and a legend "inside" the axes or "below" them (`legend_below`)."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
-    entries = len(ax.get_legend_handles_labels()[0])
-    if legend == "inside" and entries:
+    if legend == "inside" and ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
-    elif legend == "below" and entries:
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=min(3, entries))
+    elif legend == "below":
+        legend_below(ax)
+
+
+def legend_below(ax, handles=None):
+    """One column under the axes: entries that name machines, cores and runs are long, and inside
+    the axes they would cover bars and their labels."""
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14))
 
 
 # ----------------------------------------------------------------------------- GEMM
@@ -541,6 +559,36 @@ def error_bars(cases: list[dict], key: str, values: list[float]):
         return None
     spreads = [c.get("spread", {}).get(key, (v, v)) for c, v in zip(cases, values)]
     return [[v - low for v, (low, _) in zip(values, spreads)], [high - v for v, (_, high) in zip(values, spreads)]]
+
+
+def relative_spread(case: dict) -> float:
+    """One standard deviation of a case's timing samples over their median: its spread within the run."""
+    seconds = case.get("metrics", {}).get("seconds", {})
+    stddev, middle = seconds.get("stddev"), seconds.get("median")
+    return stddev / middle if isinstance(stddev, (int, float)) and middle else 0.0
+
+
+def within_run(value: float, spread: float) -> tuple[float, float]:
+    """A rate's range for times one relative standard deviation either side of the median, taken as a
+    factor down and up: a rate is work over time, so a factor on the time is one on the rate."""
+    return value / (1 + spread), value * (1 + spread)
+
+
+def rate_range(case: dict, key: str) -> tuple[float, float]:
+    """A merged case's rate range: over its runs where it ran more than once, else within its run."""
+    if case.get("runs", 1) > 1 and key in case.get("spread", {}):
+        return case["spread"][key]
+    return within_run(rate(case, key), relative_spread(case))
+
+
+def spread_caption(runs: list[int], what: str) -> str:
+    """What error bars drawn from `rate_range` are, given the run counts of the cases they are of."""
+    parts = []
+    if any(n > 1 for n in runs):
+        parts.append(f"the range of the runs' medians where {what} ran more than once")
+    if any(n == 1 for n in runs):
+        parts.append(f"one standard deviation of {what}'s timing samples within its run, as a factor either side")
+    return " Error bars: " + "; else ".join(parts) + "."
 
 
 def not_run(m: Machine, suite: str) -> dict[str, str]:
@@ -794,32 +842,93 @@ def draw_bandwidth(plot: Plot, ax, dtype: str, cases: list[dict], colour: dict, 
     finish(plot, ax, "bytes touched", "GB/s")
 
 
+def cast_kernel(case: dict) -> str:
+    return param(case, "kernel", case["name"].split("/")[0])
+
+
+def copy_of(casts: list[dict], copies: list[dict]) -> dict | None:
+    """The fastest copy the casts' shares are of: the copies their details.copy_reference names (as
+    mpbench picks it: the fastest copy of the same element count), else, in documents written before
+    it was recorded, the copies of the casts' element counts. One line, never one per copy case."""
+    named = {(ref.get("name"), ref.get("precision")) for c in casts
+             if isinstance(ref := c.get("details", {}).get("copy_reference"), dict)}
+    sizes = {param(c, "elements") for c in casts}
+    same = [c for c in copies if (c["name"], c["precision"]) in named] or \
+           [c for c in copies if param(c, "elements") in sizes]
+    return max(same, key=lambda c: rate(c, "gbps"), default=None)
+
+
+def printed_share(percent: float) -> str:
+    """A share in percent as mpbench prints it (core/figure_text.hpp): 98.6 -> "98.6%"."""
+    return f"{percent:.1f}%"
+
+
+def share_label(case: dict) -> str:
+    """A cast's GB/s and its rates.pct_of_copy as the document records it (the figure `mpbench run`,
+    compare and explain show), never recomputed here; merged runs carry the median of their shares."""
+    text = f"{rate(case, 'gbps'):.4g} GB/s"
+    share = rate(case, "pct_of_copy")
+    if share is None:
+        return text
+    runs = case.get("runs", 1)
+    return text + (f" ({printed_share(share)} of copy, median of {runs} runs)" if runs > 1
+                   else f" ({printed_share(share)} of copy)")
+
+
+def elements(case: dict) -> str:
+    count = param(case, "elements")
+    return f"{count:,}" if isinstance(count, int) else "?"
+
+
+def copy_caption(copy: dict | None, exceeding: int) -> str:
+    if copy is None:
+        return " No fp32 copy of the casts' element count ran, so no copy line is drawn."
+    line = (f" The dashed line is the fastest fp32 copy of the same elements measured in the same run "
+            f"({elements(copy)} elements, {rate(copy, 'gbps'):.4g} GB/s)")
+    if exceeding:
+        return line + (f"; {exceeding} of the casts exceed it, so it is not a ceiling on this machine, only the "
+                       "copy their shares are of.")
+    return line + ": the most a memory-bound cast can reach."
+
+
 def plot_casts(m: Machine) -> Plot | None:
     cases = [c for c in m.ok("cast") if rate(c, "gbps")]
-    casts = [c for c in cases if param(c, "kernel", c["name"].split("/")[0]) != "copy"]
+    casts = [c for c in cases if cast_kernel(c) != "copy"]
     if not casts:
         return None
-    copies = [c for c in cases if param(c, "kernel", c["name"].split("/")[0]) == "copy"]
+    copy = copy_of(casts, [c for c in cases if cast_kernel(c) == "copy"])
+    exceeding = sum(rate(c, "gbps") > rate(copy, "gbps") for c in casts) if copy else 0
     sizes = {param(c, "elements") for c in casts}
     label = (lambda c: c["name"]) if len(sizes) > 1 else (lambda c: c["name"].split("/")[0])
     casts.sort(key=label)
-    plot, (ax,) = new_plot(f"casts-{slug(m.label)}", f"Casts against the copy ceiling — {m.label}",
-                           "GB/s (bytes read + written) of each conversion; the line is an fp32 copy of the "
-                           "same number of elements, the most a memory-bound cast can reach.",
-                           m.stamp(), size=(8, 1.5 + 0.4 * len(casts)))
+    runs = [c.get("runs", 1) for c in casts]
+    caption = ("GB/s (bytes read + written) of each conversion, the median of its samples." +
+               spread_caption(runs, "a cast") + copy_caption(copy, exceeding) +
+               " Each \"% of copy\" is the document's own rates.pct_of_copy, the share mpbench run, compare and "
+               "explain report" + ("; where a cast ran several times, the median of the runs' recorded shares."
+                                   if max(runs) > 1 else "."))
+    title = "Casts against the copy ceiling" if not exceeding else "Casts against the fp32 copy of the same run"
+    plot, (ax,) = new_plot(f"casts-{slug(m.label)}", f"{title} — {m.label}", caption, m.stamp(),
+                           size=(8, 2.2 + 0.4 * len(casts)))
     ys, widths = list(range(len(casts))), [rate(c, "gbps") for c in casts]
-    bars = ax.barh(ys, widths, color="tab:blue", xerr=error_bars(casts, "gbps", widths), capsize=3)
-    ax.bar_label(bars, labels=[f"{rate(c, 'gbps'):.3g} GB/s ({rate(c, 'pct_of_copy'):.0f}% of copy)"
-                               if rate(c, "pct_of_copy") else f"{rate(c, 'gbps'):.3g} GB/s" for c in casts],
-                 fontsize=7, padding=3)
-    for c in casts:
-        plot.add_case("cast", rate(c, "gbps"), label(c), c, "gbps")
+    ranges = [rate_range(c, "gbps") for c in casts]
+    ax.barh(ys, widths, color="tab:blue", capsize=3, label="cast, with its spread (see the caption)",
+            xerr=[[w - low for w, (low, _) in zip(widths, ranges)], [high - w for w, (_, high) in zip(widths, ranges)]])
+    for c, y, (_, high) in zip(casts, ys, ranges):  # beyond the error bar, so the two never cross
+        ax.annotate(share_label(c), (high, y), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})  # over the copy line
+        plot.add_range("cast", rate(c, "gbps"), label(c), c, "gbps", pct_of_copy=rate(c, "pct_of_copy"))
     ax.set_yticks(list(ys), [label(c) for c in casts], fontsize=8)
-    for c in copies:
-        ax.axvline(rate(c, "gbps"), color="tab:red", linestyle="--", label=f"fp32 copy ceiling ({param(c, 'elements', '?')} elements)")
-        plot.add("copy ceiling", rate(c, "gbps"), None, case_label(c))
+    if copy:
+        ax.axvline(rate(copy, "gbps"), color="tab:red", linestyle="--",
+                   label=f"fastest fp32 copy of the same {elements(copy)} elements, same run" +
+                   (f": {exceeding} casts exceed it, not a ceiling here" if exceeding else " (the ceiling)"))
+        plot.add("copy ceiling" if not exceeding else "fp32 copy (not a ceiling)", rate(copy, "gbps"), None,
+                 case_label(copy))
+    # Room right of the longest bar for its label ("123 GB/s (100% of copy, median of 3 runs)").
+    ax.set_xlim(0, max([high for _, high in ranges] + [rate(copy, "gbps") if copy else 0]) * 1.6)
     ax.invert_yaxis()
-    finish(plot, ax, "GB/s", "")
+    finish(plot, ax, "GB/s", "", legend="below")
     note_not_run(plot, m, "cast")
     return plot
 
@@ -977,27 +1086,126 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def grouped_bars(plot: Plot, ax, groups: list[str], machines: list[str], value):
-    """Bars per group (mode) and machine; `value(group, machine)` may be None (no bar)."""
-    colour = colours(machines)
+@dataclass
+class Bar:
+    """One bar of a machine comparison: a value with its range and the run count of each case in it."""
+    value: float
+    low: float
+    high: float
+    runs: list
+
+    def runs_text(self) -> str:
+        fewest, most = min(self.runs), max(self.runs)
+        return f"{most} run{'s' if most > 1 else ''}" if fewest == most else f"{fewest}-{most} runs"
+
+
+def geomean_bar(cases: list[tuple[float, float, float, int]]) -> Bar:
+    """(value, low, high, runs) of each case as one bar: the geometric means of values, lows and highs."""
+    return Bar(*(geomean([c[i] for c in cases]) for i in range(3)), [c[3] for c in cases])
+
+
+MACHINE_SPREAD = (" Error bars: the geometric mean of each case's lowest and highest, its range over the runs "
+                  "where it ran more than once, else one standard deviation of its timing samples within its run; "
+                  "each bar says how many runs (documents) its cases come from.")
+
+
+def short_number(value: float) -> str:
+    """A bar's value: 3 digits, or with an SI prefix (18.0 M) for tokens or TFLOP per dollar."""
+    return f"{value:.3g}" if value < 1e4 else matplotlib.ticker.EngFormatter(places=1)(value)
+
+
+HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "++", "--")
+
+
+def grouped_bars(plot: Plot, ax, groups: list[str], machines: list[Machine], value, legend: dict[str, str],
+                 against_one: tuple[str, str] | None = None):
+    """Bars per group (mode) and machine with error bars and run counts, and the legend below them.
+    `value(group, machine)` gives a Bar or the reason there is none, written where the bar would be.
+    With `against_one` (what above and below 1x mean) the colour says which side of 1x a bar is and
+    a hatch tells the machines apart; otherwise each machine has its colour."""
+    colour = colours([m.label for m in machines])
     width = 0.8 / len(machines)
-    for j, machine in enumerate(machines):
-        bars = [(i, value(group, machine), group) for i, group in enumerate(groups)]
-        bars = [(i, v, group) for i, v, group in bars if v is not None]
-        if bars:
-            drawn = ax.bar([i + j * width for i, _, _ in bars], [v for _, v, _ in bars], width, color=colour[machine],
-                           label=machine)
-            ax.bar_label(drawn, fmt="%.3g", fontsize=6, padding=2)
-        for _, v, group in bars:
-            plot.add(machine, group, v)
+    at_bottom = matplotlib.transforms.blended_transform_factory(ax.transData, ax.transAxes)
+    handles = []
+    for j, m in enumerate(machines):
+        hatch = HATCHES[j % len(HATCHES)] if against_one else None
+        for i, group in enumerate(groups):
+            x, bar = i + j * width, value(group, m)
+            if isinstance(bar, str):
+                ax.text(x, 0.02, bar[:48], transform=at_bottom, rotation=90, ha="center", va="bottom", fontsize=6,
+                        color="0.35")
+                plot.points.append({"series": m.label, "x": group, "y": None, "case": None, "missing": bar})
+                continue
+            face = ("tab:green" if bar.value >= 1 else "tab:red") if against_one else colour[m.label]
+            ax.bar([x], [bar.value], width, color=face, hatch=hatch, edgecolor="0.2", linewidth=0.5, capsize=2,
+                   yerr=[[bar.value - bar.low], [bar.high - bar.value]])
+            ax.annotate(f"{short_number(bar.value)}\n{bar.runs_text()}", (x, bar.high), xytext=(0, 2),
+                        textcoords="offset points", ha="center", va="bottom", fontsize=6)
+            plot.points.append({"series": m.label, "x": group, "y": bar.value, "case": None, "low": bar.low,
+                                "high": bar.high, "runs": max(bar.runs), "fewest_runs": min(bar.runs)})
+        handles.append(matplotlib.patches.Patch(facecolor="white" if against_one else colour[m.label],
+                                                edgecolor="0.2", hatch=hatch, label=legend[m.label]))
+    if against_one:
+        handles += [matplotlib.patches.Patch(color="tab:green", label=f"1x or more: {against_one[0]}"),
+                    matplotlib.patches.Patch(color="tab:red", label=f"below 1x: {against_one[1]}")]
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups)
+    ax.set_xlim(-width / 2 - 0.1, len(groups) - 0.2 - width / 2 + 0.1)  # every slot, a missing bar's note too
+    ax.margins(y=0.2)  # room above the highest error bar for its label
+    legend_below(ax, handles)
 
 
-def ok_speedups(m: Machine, suite: str) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
+def missing_reason(m: Machine, suite: str, mode: str, measured_but: str) -> str:
+    """Why a machine has no bar for a mode: its cases' failure or skip, the mode or suite not run, or
+    `measured_but` when it ran and still gives no figure for the plot."""
+    cases = [c for key, runs in sorted(m.runs.items()) if key[0] == suite and key[3] == mode for c in runs]
+    if any(c["status"] == "ok" for c in cases):
+        return measured_but
+    if cases:
+        return f"{'failed' if cases[-1]['status'] == 'error' else cases[-1]['status']}: {cases[-1].get('message', '')}"
+    return "not run" if any(key[0] == suite for key in m.runs) else f"{suite} not run"
+
+
+def steps_of(m: Machine, suite: str) -> list[int]:
+    return sorted({s for key, runs in m.runs.items() if key[0] == suite for c in runs
+                   if c["status"] == "ok" and isinstance(s := param(c, "steps"), int)})
+
+
+def machine_legends(machines: list[Machine], suite: str) -> tuple[dict[str, str], str]:
+    """Each machine's legend entry, its label with its cores and threads (a CPU's rates follow them),
+    and its step counts where the runs compared used different ones, with a caption saying so."""
+    steps = {m.label: steps_of(m, suite) for m in machines}
+    differ = len({n for counts in steps.values() for n in counts}) > 1
+    legends = {}
+    for m in machines:
+        cpu = m.env.get("cpu") or {}
+        parts = [f"{cpu['logical_cores']} logical cores"] if isinstance(cpu.get("logical_cores"), int) else []
+        parts += [f"{'/'.join(map(str, sorted(m.threads)))} threads"] if m.threads else []
+        parts += [f"{'/'.join(map(str, steps[m.label]))} steps"] if differ and steps[m.label] else []
+        legends[m.label] = f"{m.label} ({', '.join(parts)})" if parts else m.label
+    caption = (" The runs compared used different step counts (params.steps): " +
+               "; ".join(f"{label}: {'/'.join(map(str, n))} steps" for label, n in steps.items() if n) + "."
+               if differ else "")
+    return legends, caption
+
+
+def case_spread(m: Machine, key: tuple) -> float:
+    ok = [c for c in m.runs.get(key, []) if c["status"] == "ok"]
+    return relative_spread(ok[-1]) if ok else 0.0
+
+
+def ok_speedups(m: Machine, suite: str) -> dict[str, list[tuple[float, float, float, int]]]:
+    """(speedup, low, high, runs) of each case per mode: the range over its runs where it ran more
+    than once, else its time's and its baseline's spreads within the run combined."""
+    out: dict[str, list] = {}
     for key, s in m.speedups().items():
-        if key[0] == suite and s["speedup"] > 0:
-            out.setdefault(key[3], []).append(s["speedup"])
+        if key[0] != suite or s["speedup"] <= 0:
+            continue
+        if s["runs"] > 1:
+            low, high = s["low"], s["high"]
+        else:
+            baseline = (*key[:3], m.speedup_baselines.get(key))
+            low, high = within_run(s["speedup"], math.hypot(case_spread(m, key), case_spread(m, baseline)))
+        out.setdefault(key[3], []).append((s["speedup"], low, high, s["runs"]))
     return out
 
 
@@ -1007,18 +1215,31 @@ def stamps(machines: list[Machine]) -> str:
 
 def plot_speedup_by_machine(machines: list[Machine], suite: str) -> Plot | None:
     per_machine = {m.label: ok_speedups(m, suite) for m in machines}
-    per_machine = {k: v for k, v in per_machine.items() if v}
-    if len(per_machine) < 2:
+    if sum(bool(v) for v in per_machine.values()) < 2:
         return None
     modes = sorted({p for v in per_machine.values() for p in v}, key=precision_order)
+    legends, steps_caption = machine_legends(machines, suite)
     plot, (ax,) = new_plot(f"machines-speedup-{slug(suite)}", f"Speedup per mode and machine — {suite}",
                            f"Geometric mean over the {suite} cases of each mode's speedup over the baseline "
-                           "measured within each run.", stamps(machines), size=(9, 5))
-    grouped_bars(plot, ax, modes, sorted(per_machine),
-                 lambda mode, machine: geomean(per_machine[machine][mode]) if mode in per_machine[machine] else None)
+                           "measured within each run." + MACHINE_SPREAD + steps_caption, stamps(machines),
+                           size=(9, 5.5))
+
+    def bar(mode: str, m: Machine):
+        cases = per_machine[m.label].get(mode)
+        return geomean_bar(cases) if cases else missing_reason(m, suite, mode, "no speedup: its baseline did not run")
+
+    grouped_bars(plot, ax, modes, machines, bar, legends, ("faster than the run's baseline", "slower than it"))
     ax.axhline(1, color="0.3", linewidth=1)
-    finish(plot, ax, "mode", "speedup", legend="below")
+    finish(plot, ax, "mode", "speedup", legend=None)
+    note_missing(plot)
     return plot
+
+
+def note_missing(plot: Plot):
+    """The reasons of the bars not drawn, in full, in the caption (the figure holds their start)."""
+    missing = [f"{p['series']} {p['x']}: {p['missing']}" for p in plot.points if "missing" in p]
+    if missing:
+        plot.caption += " No bar: " + "; ".join(missing) + "."
 
 
 def throughput_metric(machines: list[Machine]) -> tuple[str, str, str] | None:
@@ -1029,8 +1250,8 @@ def throughput_metric(machines: list[Machine]) -> tuple[str, str, str] | None:
     return None
 
 
-def rates_by_case(m: Machine, suite: str, key: str) -> dict[tuple, float]:
-    return {case_key(c): rate(c, key) for c in m.ok(suite) if rate(c, key)}
+def cases_with_rate(m: Machine, suite: str, key: str) -> dict[tuple, dict]:
+    return {case_key(c): c for c in m.ok(suite) if rate(c, key)}
 
 
 def find_machine(machines: list[Machine], name: str) -> Machine:
@@ -1044,21 +1265,29 @@ def find_machine(machines: list[Machine], name: str) -> Machine:
 
 def plot_normalized(machines: list[Machine], reference: Machine, metric) -> Plot | None:
     suite, key, unit = metric
-    ref = rates_by_case(reference, suite, key)
+    ref = cases_with_rate(reference, suite, key)
 
-    def relative(mode: str, label: str):
-        m = next(x for x in machines if x.label == label)
-        mine = rates_by_case(m, suite, key)
-        ratios = [mine[k] / ref[k] for k in mine if k in ref and k[3] == mode]
-        return geomean(ratios) if ratios else None
+    def relative(mode: str, m: Machine):
+        """Each case's ratio; its range from this machine's low over the reference's high to the reverse."""
+        ratios = []
+        for k, c in cases_with_rate(m, suite, key).items():
+            if k in ref and k[3] == mode:
+                (low, high), (ref_low, ref_high) = rate_range(c, key), rate_range(ref[k], key)
+                ratios.append((rate(c, key) / rate(ref[k], key), low / ref_high, high / ref_low, c.get("runs", 1)))
+        return geomean_bar(ratios) if ratios else missing_reason(m, suite, mode, "no case in common with the reference")
 
     modes = sorted({k[3] for k in ref}, key=precision_order)
+    legends, steps_caption = machine_legends(machines, suite)
     plot, (ax,) = new_plot(f"machines-relative-{slug(key)}", f"{unit} relative to {reference.label}",
                            f"Geometric mean over the {suite} cases both machines ran of {unit} divided by the "
-                           f"reference machine's ({reference.label} = 1).", stamps(machines), size=(9, 5))
-    grouped_bars(plot, ax, modes, [m.label for m in machines], relative)
+                           f"reference machine's ({reference.label} = 1)." + MACHINE_SPREAD +
+                           " A ratio's range runs from this machine's low over the reference's high to the reverse."
+                           + steps_caption, stamps(machines), size=(9, 5.5))
+    grouped_bars(plot, ax, modes, machines, relative, legends,
+                 ("as fast as the reference or faster", "slower than the reference"))
     ax.axhline(1, color="0.3", linewidth=1)
-    finish(plot, ax, "mode", f"{unit} / reference", legend="below")
+    finish(plot, ax, "mode", f"{unit} / reference", legend=None)
+    note_missing(plot)
     return plot
 
 
@@ -1161,11 +1390,12 @@ def price_of(prices: list[dict], m: Machine):
     return next((p for p in prices if p["machine"].lower() in m.label.lower()), None)
 
 
-def best_throughput(m: Machine, suite: str, key: str) -> dict[str, float]:
-    best: dict[str, float] = {}
+def best_cases(m: Machine, suite: str, key: str) -> dict[str, dict]:
+    """The case of the highest rate per mode."""
+    best: dict[str, dict] = {}
     for c in m.ok(suite):
-        if rate(c, key):
-            best[c["precision"]] = max(best.get(c["precision"], 0), rate(c, key))
+        if rate(c, key) and (c["precision"] not in best or rate(c, key) > rate(best[c["precision"]], key)):
+            best[c["precision"]] = c
     return best
 
 
@@ -1180,16 +1410,32 @@ def plot_per_cost(machines: list[Machine], prices: list[dict], metric, cost: str
     per_dollar = cost == "price_per_hour"
     # TFLOP/s * 3600 s/h / ($/h) = TFLOP per dollar; tokens/s * 3600 / ($/h) = tokens per dollar.
     scale, what = (3600, f"{unit.split('/')[0]} per $") if per_dollar else (1, f"{unit} per W")
-    best = {m.label: best_throughput(m, suite, key) for m in machines if m.label in priced}
+    drawn = [m for m in machines if m.label in priced]
+    best = {m.label: best_cases(m, suite, key) for m in drawn}
     modes = sorted({p for v in best.values() for p in v}, key=precision_order)
-    plot, (ax,) = new_plot(f"machines-per-{'dollar' if per_dollar else 'watt'}", f"{what} by machine",
-                           f"Best {unit} per mode ({suite}) " + ("times 3600 over the price per hour."
-                           if per_dollar else "over the watts given in the prices file."),
-                           stamps(machines), size=(9, 5))
-    grouped_bars(plot, ax, modes, sorted(best),
-                 lambda mode, label: best[label][mode] * scale / priced[label] if mode in best[label] else None)
+    legends, steps_caption = machine_legends(drawn, suite)
+    caption = (f"Best {unit} per mode ({suite}) " + ("times 3600 over the price per hour."
+               if per_dollar else "over the watts given in the prices file.") +
+               " Error bars: the best case's range over its runs where it ran more than once, else one standard "
+               "deviation of its timing samples within its run; each bar says how many runs it comes from." +
+               steps_caption)
+    if unpriced:
+        caption += f" Not drawn, no {cost} in the prices file: {'; '.join(unpriced)}."
+    plot, (ax,) = new_plot(f"machines-per-{'dollar' if per_dollar else 'watt'}", f"{what} by machine", caption,
+                           stamps(machines), size=(9, 5.5))
+
+    def bar(mode: str, m: Machine):
+        c = best[m.label].get(mode)
+        if c is None:
+            return missing_reason(m, suite, mode, f"no {unit} recorded")
+        factor = scale / priced[m.label]
+        low, high = rate_range(c, key)
+        return Bar(rate(c, key) * factor, low * factor, high * factor, [c.get("runs", 1)])
+
+    grouped_bars(plot, ax, modes, sorted(drawn, key=lambda m: m.label), bar, legends)
     ax.yaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
-    finish(plot, ax, "mode", what, legend="below")
+    finish(plot, ax, "mode", what, legend=None)
+    note_missing(plot)
     return plot
 
 

@@ -42,19 +42,44 @@ TEST(TrackedFigures, ACastIsTrackedByItsShareOfTheCopyOfTheSameRun) {
   EXPECT_NEAR(run_figure(CaseIndex(alike), alike.cases[1], Metric::pct_of_copy, "fp32")->value, 62.5, 1e-9);
 }
 
-TEST(TrackedFigures, FiguresComeFromTheFastestSamples) {
-  // Same median (1 ms), but this run's fastest sample is 0.6 ms: a 2 ms fp32 case is then 3.333x.
+TEST(TrackedFigures, FiguresAreTheNumbersTheRunRecorded) {
+  // Median 1 ms with a fastest sample of 0.6 ms against a 2 ms fp32 case: 2x, the ratio of the
+  // medians the run recorded as its speedup, not 3.333x of the fastest samples; its time is the
+  // fastest sample.
   auto doc = gemm_run(1e-3, 0.01, 2e-3);
   doc.cases[1].seconds = Statistics::of({0.6e-3, 1e-3, 1e-3, 1e-3, 1.4e-3});
   doc.cases[0].seconds = Statistics::of({2e-3, 2e-3, 2e-3});
-  EXPECT_NEAR(run_figure(CaseIndex(doc), doc.cases[1], Metric::speedup, "fp32")->value, 2e-3 / 0.6e-3, 1e-12);
-  EXPECT_DOUBLE_EQ(run_figure(CaseIndex(doc), doc.cases[1], Metric::seconds, "fp32")->value, 0.6e-3);
-  // A share of the copy: the cast's fastest sample is 0.8 of its median, the copy's 0.9 of its
-  // own, so the share of the fastest samples is 50% / 0.8 * 0.9 = 56.25%.
+  doc.compute_speedups();
+  EXPECT_NEAR(run_figure(CaseIndex(doc), doc.cases[1], Metric::speedup, "fp32")->value, doc.speedups.at(0).value, 1e-12);
+  EXPECT_NEAR(run_figure(CaseIndex(doc), doc.cases[1], Metric::speedup, "fp32")->value, 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(run_figure(CaseIndex(doc), doc.cases[1], Metric::seconds, "fp32")->value, 0.6e-3) << "a time: its fastest";
+  // A share of the copy is rates.pct_of_copy as written, whatever the fastest samples.
   auto casts = cast_run(50.0);
   casts.cases[1].seconds = Statistics::of({0.8e-3, 1e-3, 1.2e-3});
   casts.cases[0].seconds = Statistics::of({0.9e-3, 1e-3, 1.1e-3});
-  EXPECT_NEAR(run_figure(CaseIndex(casts), casts.cases[1], Metric::pct_of_copy, "fp32")->value, 56.25, 1e-9);
+  EXPECT_DOUBLE_EQ(run_figure(CaseIndex(casts), casts.cases[1], Metric::pct_of_copy, "fp32")->value, 50.0);
+}
+
+// The noise behind a figure is the variance of its cases' mean ln times, added over the cases.
+TEST(TrackedFigures, ARatiosSampleNoiseAddsBothCasesVariancesOfTheMean) {
+  auto doc = gemm_run(1e-3, 0.01, 2e-3);
+  doc.cases[1].seconds = Statistics::of({0.5e-3, 2e-3});  // ln values ±ln 2 around ln 1 ms
+  doc.cases[0].seconds = Statistics::of({1e-3, 4e-3, 1e-3, 4e-3});  // ±ln 2 around ln 2 ms
+  const double l2 = std::log(2.0);
+  const double one = 2 * l2 * l2 / 1 / 2, other = 4 * l2 * l2 / 3 / 4;  // s^2 / n of each
+  const auto f = run_figure(CaseIndex(doc), doc.cases[1], Metric::speedup, "fp32");
+  ASSERT_TRUE(f.has_value());
+  ASSERT_TRUE(f->noise.has_value());
+  EXPECT_NEAR(f->noise->variance, one + other, 1e-12);
+  EXPECT_DOUBLE_EQ(f->noise->degrees_of_freedom, 1 + 3);
+  // A document that left the samples out: the summary's stddev / mean and sample count stand in.
+  doc.cases[0].seconds->values.clear();
+  const double spread = doc.cases[0].seconds->relative_spread();
+  const auto summarised = run_figure(CaseIndex(doc), doc.cases[1], Metric::speedup, "fp32");
+  EXPECT_NEAR(summarised->noise->variance, one + spread * spread / 4, 1e-12);
+  doc.cases[0].seconds->samples = 1;
+  doc.cases[0].seconds->stddev = 0;
+  EXPECT_FALSE(run_figure(CaseIndex(doc), doc.cases[1], Metric::speedup, "fp32")->noise.has_value()) << "one sample";
 }
 
 TEST(TrackedFigures, TheCopyItselfIsTrackedByItsTime) {

@@ -56,11 +56,21 @@ TEST(OneRunPerSide, SpeedupTwentyPercentLowerRegressesAndExitsOne) {
   const auto& c = only_speedup(r);
   EXPECT_EQ(c.verdict, Verdict::regressed);
   EXPECT_NEAR(c.change, -0.2, 1e-9);
-  EXPECT_EQ(c.test, NoiseTest::spread);
+  EXPECT_EQ(c.test, NoiseTest::samples);
   EXPECT_NEAR(c.noise, 0.02, 1e-9);  // four times of 1% spread each
-  // The interval is the change +- the noise band in log space: 0.8 * exp(+-0.02) - 1.
-  EXPECT_NEAR(c.change_low, 0.8 * std::exp(-0.02) - 1, 1e-9);
-  EXPECT_NEAR(c.change_high, 0.8 * std::exp(0.02) - 1, 1e-9);
+  // Every case kept its 9 samples: the interval is Student's t on the four cases' mean ln times,
+  // 0.8 * exp(+-t * sqrt(sum of s^2 / 9)) - 1, with 4 x 8 degrees of freedom.
+  double variance_of_means = 0;
+  for (double median : {1e-3, 1e-4, 1e-3, 1.25e-4}) {
+    double mean = 0, squares = 0;
+    const auto values = samples_around(median, 0.01);
+    for (double v : values) mean += std::log(v) / 9;
+    for (double v : values) squares += (std::log(v) - mean) * (std::log(v) - mean);
+    variance_of_means += squares / 8 / 9;
+  }
+  const double half_width = student_t_quantile(1 - 0.01 / 2, 32) * std::sqrt(variance_of_means);
+  EXPECT_NEAR(c.change_low, 0.8 * std::exp(-half_width) - 1, 1e-9);
+  EXPECT_NEAR(c.change_high, 0.8 * std::exp(half_width) - 1, 1e-9);
   EXPECT_EQ(c.base_runs, 1u);
   EXPECT_EQ(r.exit_code(), kExitRegressed);
 }
@@ -137,22 +147,44 @@ TEST(OneRunPerSide, SpreadTestIsSymmetricInLogSpace) {
   EXPECT_EQ(verdict(0.5, 0.4), Verdict::improved);
 }
 
-TEST(OneRunPerSide, TooFewSamplesFallBackToTheSpreads) {
+TEST(OneRunPerSide, TooFewSamplesForTheRankTestAreReadByTheirT) {
   const auto base = document({timed_case("k", "fp32", samples_around(1e-3, 0.01, 3))});
   const auto current = document({timed_case("k", "fp32", samples_around(1.2e-3, 0.01, 3))});
   const auto r = compare_docs(base, current);
   ASSERT_EQ(r.comparisons.size(), 1u);
-  EXPECT_EQ(r.comparisons[0].test, NoiseTest::spread);
+  EXPECT_EQ(r.comparisons[0].test, NoiseTest::samples);
   EXPECT_EQ(r.comparisons[0].verdict, Verdict::regressed);
+  // One sample a side has no spread of its own to weigh: the band of the runs' spreads.
+  const auto single = compare_docs(document({timed_case("k", "fp32", {1e-3})}), document({timed_case("k", "fp32", {1.2e-3})}));
+  EXPECT_EQ(single.comparisons[0].test, NoiseTest::spread);
+  EXPECT_EQ(single.comparisons[0].verdict, Verdict::regressed);
 }
 
-TEST(OneRunPerSide, SummariesWithoutSamplesUseTheSpreads) {
+// A verdict and its evidence agree: 7% slower over 100 samples a side at ±3% is apart (the rank
+// test's p far below alpha) and its interval from the samples lies beyond 5%, so it regressed; the
+// runs' spreads alone (±4.2%) would have reached across the edge and called it noisy.
+TEST(OneRunPerSide, SamplesFarApartAreNotCalledNoisy) {
+  const auto base = document({timed_case("k", "fp32", samples_around(1e-3, 0.03, 100))});
+  const auto current = document({timed_case("k", "fp32", samples_around(1.07e-3, 0.03, 100))});
+  const auto& c = compare_docs(base, current).comparisons.at(0);
+  ASSERT_TRUE(c.p_value.has_value());
+  EXPECT_LT(*c.p_value, 1e-10);
+  EXPECT_EQ(c.verdict, Verdict::regressed);
+  EXPECT_GT(c.change_low, 0.05);
+  EXPECT_LT(std::log1p(0.07) - std::hypot(0.03, 0.03), std::log1p(0.05)) << "the old band reached across the edge";
+}
+
+// A document that left its samples out: the summary's spread and sample count give the t interval.
+TEST(OneRunPerSide, SummariesWithoutSamplesUseTheirSpreadAndCount) {
   const auto base = document({without_samples(timed_case("k", "fp32", samples_around(1e-3, 0.1)))});
   const auto current = document({without_samples(timed_case("k", "fp32", samples_around(1.12e-3, 0.1)))});
   const auto r = compare_docs(base, current);
   ASSERT_EQ(r.comparisons.size(), 1u);
-  EXPECT_EQ(r.comparisons[0].test, NoiseTest::spread);
-  EXPECT_EQ(r.comparisons[0].verdict, Verdict::noisy);  // 12% slower inside a 14% noise band
+  EXPECT_EQ(r.comparisons[0].test, NoiseTest::samples);
+  // 12% slower, ±10% over 9 samples a side: t(0.995, 16) * 0.1 * sqrt(2/9) = 0.137 either side.
+  const double half_width = student_t_quantile(0.995, 16) * std::sqrt(2 * 0.1 * 0.1 / 9);
+  EXPECT_NEAR(std::log1p(r.comparisons[0].change_high) - std::log1p(r.comparisons[0].change), half_width, 0.01);
+  EXPECT_EQ(r.comparisons[0].verdict, Verdict::noisy);
 }
 
 // ---------------------------------------------------------------- several runs per side

@@ -286,6 +286,61 @@ TEST(Causes, KernelSpeedupAgainstStepSpeedupPointsAtTheHost) {
   EXPECT_NEAR(f->evidence["kernel_speedup"].get<double>(), 3.0, 1e-12);
   EXPECT_NEAR(f->evidence["step_speedup"].get<double>(), 1.25, 1e-12);
   EXPECT_FALSE(fired(explained(pair(0.03, 0.035), kCuda), "host_bound_step"));
+  EXPECT_FALSE(f->evidence.contains("largest_part")) << "nothing recorded of the host side";
+  EXPECT_NE(f->message.find("was not recorded"), std::string::npos) << f->message;
+}
+
+// The host-bound step names its largest part, and "launch-bound" only when launches are it: the
+// input wait when it is larger than the GPU's other idle time, host syncs where the step makes
+// them, else the gaps between kernels.
+TEST(Causes, AHostBoundStepNamesItsLargestPart) {
+  auto held = [](double wait, double syncs, double gaps) {
+    json details = breakdown({{"gemm_tensor_core", 0.03}});
+    details["breakdown"]["gaps_s"] = gaps;
+    details["breakdown"]["region_s"] = 0.08;
+    details["host"] = host(wait, syncs, 0.03, 0.08);
+    const json cases = json::array({step("transformer", "cuda", "fp32", 0.100, breakdown({{"gemm_cuda_core", 0.09}})),
+                                    step("transformer", "cuda", "amp-fp16", 0.08, details)});
+    return explained(cases, kCuda);
+  };
+  struct Expected {
+    double wait, syncs, gaps;
+    const char* part;
+    double seconds;
+  };
+  for (const Expected& x : {Expected{0.03, 0, 0.04, "input_wait", 0.03}, Expected{0.005, 3, 0.04, "host_syncs", 0.035},
+                            Expected{0.005, 0, 0.04, "launch_gaps", 0.035}}) {
+    const auto e = held(x.wait, x.syncs, x.gaps);
+    const Finding* f = fired(e, "host_bound_step");
+    ASSERT_TRUE(f) << x.part;
+    EXPECT_EQ(f->evidence["largest_part"]["part"], x.part);
+    EXPECT_NEAR(f->evidence["largest_part"]["seconds"].get<double>(), x.seconds, 1e-12) << x.part;
+    EXPECT_EQ(f->message.find("launch-bound") != std::string::npos, std::string(x.part) == "launch_gaps") << f->message;
+    const Finding* gaps = fired(e, "launch_gaps");
+    ASSERT_TRUE(gaps) << x.part;
+    EXPECT_EQ(gaps->message.find("launch-bound;") != std::string::npos, std::string(x.part) == "launch_gaps")
+        << gaps->message;
+  }
+}
+
+// A GPU without Tensor Cores gets no advice to reach them: no_tensor_cores names the cause, and
+// a fp16 GEMM off Tensor Cores with an odd dimension is context without "pad" or "--tensor-cores".
+TEST(Causes, NoTensorCoreAdviceForAGpuWithoutThem) {
+  const json off = {{"algorithm", {{"tensor_cores", false}}}};
+  const json params = {{"m", 4096}, {"n", 4096}, {"k", 4099}};
+  json fp16 = step("gemm", "cuda", "fp16", 0.012, off, params);
+  fp16["details"]["gemm_algorithms"] = json::array({{{"gemm", "g"}, {"tensor_cores", false}}});
+  const json cases = json::array({step("gemm", "cuda", "fp32", 0.010, json::object(), params), fp16});
+  const auto e = explained(cases, kCuda, gpu_env("NVIDIA GeForce GTX 1080 Ti", "6.1"));
+  ASSERT_TRUE(fired(e, "no_tensor_cores"));
+  EXPECT_FALSE(fired(e, "gemm_algorithms_off_tensor_cores"));
+  EXPECT_FALSE(fired(e, "misaligned_dimension"));
+  const std::string text = e.to_text();
+  EXPECT_EQ(text.find("--tensor-cores on"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pad m, n and k"), std::string::npos) << text;
+  // The same GEMM on a GPU with Tensor Cores is told how to reach them.
+  const auto t4 = explained(cases, kCuda, gpu_env("Tesla T4", "7.5"));
+  EXPECT_NE(t4.to_text().find("pad m, n and k"), std::string::npos) << t4.to_text();
 }
 
 // The verdict on top: one sentence per mode, its cause the highest-ranked one and its fix that rule's.

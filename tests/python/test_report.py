@@ -13,11 +13,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import jsonschema
+import matplotlib.colors
 import matplotlib.image
 import pytest
 
 from conftest import (REPORT_PATH, bandwidth_cases, case, cast_cases, document, gemm_case, gemm_cases,
-                      transformer_cases)
+                      seconds, transformer_cases)
 
 FAILED_TFLOPS = 12345.0  # a failed case's leftover rate: must never show up in a plot
 
@@ -672,3 +673,149 @@ def test_timing_samples_cost_no_schema_step_each(report, monkeypatch):
         return len(steps)
 
     assert steps_to_check(20000) == steps_to_check(1)
+
+
+def one_report(report, write_document, tmp_path, docs, *args):
+    """The report of `docs` ({file name: document}): its plots' points and its page."""
+    out = tmp_path / "out"
+    assert run_report(report, [*(write_document(name, doc) for name, doc in docs.items()), "-o", out, *args]) == 0
+    return out, drawn_points(out), (out / "index.html").read_text()
+
+
+def casts_plot(points):
+    return next(v for k, v in points.items() if k.startswith("casts-"))
+
+
+def test_the_copy_line_is_the_one_fastest_copy_of_the_casts_size(report, write_document, tmp_path):
+    cases = cast_cases()
+    n = cases[0]["params"]["elements"]
+    cases.append(case("cast", f"copy_wide/n={n}", "fp32", {"kernel": "copy", "elements": n, "bytes": 8.0 * n},
+                      {"gbps": 1600.0}, median=8.0 * n / 1600e9))
+    cases.append(case("cast", "copy/n=65536", "fp32", {"kernel": "copy", "elements": 65536, "bytes": 8.0 * 65536},
+                      {"gbps": 4000.0}, median=8.0 * 65536 / 4000e9))  # in cache: no ceiling for 2^24 elements
+    cases[1]["details"]["copy_reference"] = {"name": f"copy_wide/n={n}", "precision": "fp32"}
+    _, points, page = one_report(report, write_document, tmp_path, {"c.json": document(cases)})
+    lines = [p for p in casts_plot(points) if p["y"] is None]
+    assert [(p["series"], p["x"], p["case"]) for p in lines] == [("copy ceiling", 1600.0,
+                                                                   f"cast/copy_wide/n={n}/cuda/fp32")]
+    assert "fastest fp32 copy of the same elements measured in the same run (16,777,216 elements, 1600 GB/s)" in page
+    assert "the most a memory-bound cast can reach" in page
+
+
+def test_casts_faster_than_the_copy_say_the_line_is_not_a_ceiling(report, write_document, tmp_path):
+    cases = cast_cases()
+    cases[1]["rates"].update(gbps=1800.0, pct_of_copy=120.0)
+    out, points, page = one_report(report, write_document, tmp_path, {"c.json": document(cases)})
+    assert {p["series"] for p in casts_plot(points)} == {"cast", "fp32 copy (not a ceiling)"}
+    assert "1 of the casts exceed it, so it is not a ceiling on this machine" in page
+    assert "memory-bound cast can reach" not in page
+    svg = next(out.glob("casts-*.svg")).read_text()
+    assert "Casts against the fp32 copy of the same run" in svg and "1 casts exceed it, not a ceiling here" in svg
+
+
+def test_cast_error_bars_are_the_spread_of_the_runs_samples(report, write_document, tmp_path):
+    doc = document(cast_cases())
+    _, points, page = one_report(report, write_document, tmp_path, {"c.json": doc})
+    cast = next(p for p in casts_plot(points) if p["series"] == "cast")
+    seconds = doc["cases"][1]["metrics"]["seconds"]
+    spread = seconds["stddev"] / seconds["median"]
+    assert spread > 0.005
+    assert (cast["low"], cast["high"], cast["runs"]) == pytest.approx((1200.0 / (1 + spread), 1200.0 * (1 + spread), 1))
+    assert "Error bars: one standard deviation of a cast's timing samples within its run" in page.replace("&#x27;", "'")
+
+
+def test_the_printed_share_is_the_documents_pct_of_copy(report, write_document, tmp_path):
+    cases = cast_cases()
+    cases[1]["rates"]["pct_of_copy"] = 77.7  # 1200 over 1500 GB/s would be 80: the recorded figure wins
+    out, points, page = one_report(report, write_document, tmp_path, {"c.json": document(cases)})
+    assert next(p for p in casts_plot(points) if p["series"] == "cast")["pct_of_copy"] == 77.7
+    svg = next(out.glob("casts-*.svg")).read_text()
+    assert "1200 GB/s (77.7% of copy)" in svg and "80.0% of copy" not in svg
+    assert "the document's own rates.pct_of_copy" in page.replace("&#x27;", "'")
+
+
+def test_merged_runs_print_the_median_of_their_recorded_shares(report, write_document, tmp_path):
+    docs = {}
+    for i, share in enumerate((70.0, 90.0, 75.0)):
+        cases = cast_cases()
+        cases[1]["rates"]["pct_of_copy"] = share
+        docs[f"run{i}.json"] = cpu_document(cases, created=f"2026-12-0{i + 1}T10:00:00Z")
+    out, points, page = one_report(report, write_document, tmp_path, docs)
+    assert next(p for p in casts_plot(points) if p["series"] == "cast")["pct_of_copy"] == 75.0
+    assert "(75.0% of copy, median of 3 runs)" in next(out.glob("casts-*.svg")).read_text()
+    assert "the median of the runs' recorded shares" in page.replace("&#x27;", "'")
+
+
+def compared_machines():
+    """An A100 measured twice (30 steps, 2 threads) and an H100 once (100 steps, 8 threads) whose
+    tf32 is slower than its fp32 and whose amp-bf16 failed."""
+    a100 = []
+    for i, speed in enumerate((1.0, 1.1)):
+        cases = transformer_cases(10000.0 * speed)
+        for c in cases:
+            c["params"]["steps"] = 30
+            tf32_faster = speed if c["precision"] == "tf32" else 1
+            c["metrics"]["seconds"] = seconds(c["metrics"]["seconds"]["median"] / tf32_faster)
+        doc = document(cases, gpu="NVIDIA A100-SXM4-80GB", cuda="12.1", created=f"2026-12-0{i + 1}T10:00:00Z")
+        doc["env"]["cpu"]["threads"] = 2
+        a100.append(doc)
+    cases = transformer_cases(30000.0)
+    for c in cases:
+        c["params"]["steps"] = 100
+    cases[1]["metrics"]["seconds"] = seconds(2.0)  # tf32 at half the speed of fp32
+    cases[1]["rates"]["tokens_per_s"] = 15000.0
+    cases[2].update(status="error", message="CUDA out of memory", metrics={}, rates={})
+    h100 = document(cases, gpu="NVIDIA H100 80GB HBM3", cuda="12.4", created="2026-12-03T10:00:00Z")
+    h100["env"]["cpu"]["threads"] = 8
+    return {"a1.json": a100[0], "a2.json": a100[1], "h100.json": h100}
+
+
+A100, H100 = "NVIDIA A100-SXM4-80GB · CUDA 12.1", "NVIDIA H100 80GB HBM3 · CUDA 12.4"
+
+
+def test_machine_speedups_show_spread_runs_and_why_a_bar_is_missing(report, write_document, tmp_path):
+    docs = compared_machines()
+    out, points, page = one_report(report, write_document, tmp_path, docs)
+    bars = {(p["series"], p["x"]): p for p in points["machines-speedup-transformer"]}
+    a100_tf32 = [s["speedup"] for name in ("a1.json", "a2.json") for s in docs[name]["speedups"]
+                 if s["precision"] == "tf32"]
+    tf32 = bars[(A100, "tf32")]
+    assert (tf32["low"], tf32["high"], tf32["runs"]) == pytest.approx((min(a100_tf32), max(a100_tf32), 2))
+    single = bars[(H100, "tf32")]
+    assert single["y"] == pytest.approx(0.5) and single["runs"] == 1
+    assert single["low"] < single["y"] < single["high"]  # the two times' spreads within the run
+    assert bars[(H100, "amp-bf16")]["y"] is None
+    assert bars[(H100, "amp-bf16")]["missing"] == "failed: CUDA out of memory"
+    svg = (out / "machines-speedup-transformer.svg").read_text()
+    for text in ("failed: CUDA out of memory", "2 runs", "1 run", "2 threads", "8 threads", "64 logical cores",
+                 "30 steps", "100 steps", "below 1x: slower than it"):
+        assert text in svg, text
+    assert f"different step counts (params.steps): {A100}: 30 steps; {H100}: 100 steps" in page
+
+
+def test_machine_bars_are_coloured_by_their_side_of_1x(report, write_document, tmp_path):
+    machines = report.group_by_machine([(Path(name), doc) for name, doc in compared_machines().items()])
+    plot = report.plot_speedup_by_machine(machines, "transformer")
+    heights = {round(p.get_height(), 9): matplotlib.colors.to_hex(p.get_facecolor())
+               for p in plot.figure.axes[0].patches}
+    drawn = [p for p in plot.points if p["y"] is not None]
+    assert len(heights) == len(drawn) == 3  # tf32 twice, amp-bf16 on the A100
+    for p in drawn:
+        assert heights[round(p["y"], 9)] == ("#2ca02c" if p["y"] >= 1 else "#d62728"), p
+    report.plt.close(plot.figure)
+
+
+def test_relative_and_per_cost_plots_show_spread_and_name_what_is_missing(report, write_document, tmp_path):
+    prices = tmp_path / "prices.csv"
+    prices.write_text("machine,price_per_hour,watts\nA100,2.0,\nH100,4.0,700\n")
+    _, points, page = one_report(report, write_document, tmp_path, compared_machines(),
+                                 "--reference-machine", "A100", "--prices", prices)
+    relative = {(p["series"], p["x"]): p for p in points["machines-relative-tokens-per-s"]}
+    assert relative[(H100, "fp32")]["low"] < relative[(H100, "fp32")]["y"] < relative[(H100, "fp32")]["high"]
+    assert relative[(A100, "amp-bf16")]["runs"] == 2
+    assert relative[(H100, "amp-bf16")]["missing"] == "failed: CUDA out of memory"
+    per_dollar = {(p["series"], p["x"]): p for p in points["machines-per-dollar"]}
+    assert per_dollar[(H100, "fp32")]["y"] == pytest.approx(30000.0 * 3600 / 4.0)
+    assert per_dollar[(H100, "fp32")]["low"] < per_dollar[(H100, "fp32")]["y"] < per_dollar[(H100, "fp32")]["high"]
+    assert per_dollar[(H100, "amp-bf16")]["missing"] == "failed: CUDA out of memory"
+    assert f"Not drawn, no watts in the prices file: {A100}." in page
