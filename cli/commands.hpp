@@ -12,5 +12,6 @@ void add_numerics_command(CLI::App& app, int& exit_code);
 void add_policy_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);
 void add_explain_command(CLI::App& app, int& exit_code);
+void add_history_command(CLI::App& app, int& exit_code);
 
 }  // namespace mpbench::cli

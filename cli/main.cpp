@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   mpbench::cli::add_policy_command(app, exit_code);
   mpbench::cli::add_compare_command(app, exit_code);
   mpbench::cli::add_explain_command(app, exit_code);
+  mpbench::cli::add_history_command(app, exit_code);
   if (argc == 1) {  // the help, and why it came: a script that forgot its command must not pass
     std::fputs(app.help().c_str(), stderr);
     std::fprintf(stderr, "mpbench: error: give a command: one of %s\n", command_names(app).c_str());
