@@ -43,6 +43,19 @@ std::string figure_text(compare::Metric metric, double value) {
   return "";
 }
 
+// "run 12 of 2026-12-04 (abc123) to run 13 of 2026-12-05 (def456)": where a series changed.
+std::string run_text(const history::StoredCase* c) {
+  if (!c) return "the new run";
+  return fmt::format("run {} of {}{}", c->run, c->created, c->revision.empty() ? "" : fmt::format(" ({})", c->revision));
+}
+
+void print_changes(const std::vector<history::SeriesChange>& changes, compare::Metric metric) {
+  for (const auto& c : changes)
+    fmt::print("    change point: {} -> {} ({:+.1f}%, p={:.3g}) between {} and {}\n", figure_text(metric, c.point.before),
+               figure_text(metric, c.point.after), 100 * c.point.relative_change, c.point.p_value, run_text(c.before),
+               run_text(c.after));
+}
+
 int run_add(const HistoryArgs& args) {
   history::Store store(args.db, history::Store::Mode::write);
   const std::vector<std::filesystem::path> paths(args.documents.begin(), args.documents.end());
@@ -84,8 +97,31 @@ int run_show(const HistoryArgs& args) {
                compare::metric_name(*metric), figure_text(*metric, recent.back()), s.runs.back().created,
                recent.size(), 100 * (recent.back() / recent.front() - 1), figure_text(*metric, *low),
                figure_text(*metric, *high));
+    print_changes(history::changes_of(s, *metric), *metric);
   }
   return 0;
+}
+
+// The change points of each series of the run, its own figure the last point: when a drift began,
+// which one run against a window cannot say. Context for the verdicts, which alone set the exit.
+void print_series_changes(const std::vector<history::Series>& series, const ResultDocument& run) {
+  const std::string machine = compare::machine_of(run);
+  bool any = false;
+  for (const auto& s : series) {
+    if (s.machine != machine) continue;
+    const auto c = std::find_if(run.cases.begin(), run.cases.end(), [&](const CaseResult& r) {
+      return r.status == CaseStatus::ok && compare::key_of(r) == s.key;
+    });
+    const auto metric = history::tracked_metric(s);
+    if (c == run.cases.end() || !metric) continue;
+    const auto& now = history::figure_of(history::figures_of(run, *c), *metric);
+    const auto changes = history::changes_of(s, *metric, now ? std::optional<double>(now->value) : std::nullopt);
+    if (changes.empty()) continue;
+    if (!any) fmt::print("\nchange points over each series, this run last (E-Divisive means, alpha 0.01):\n");
+    any = true;
+    fmt::print("  {}:\n", s.label());
+    print_changes(changes, *metric);
+  }
 }
 
 int run_check(const HistoryArgs& args) {
@@ -114,7 +150,9 @@ int run_check(const HistoryArgs& args) {
   report.library_changes = compare::library_changes(report.environment);
   std::stable_sort(report.comparisons.begin(), report.comparisons.end(),
                    [](const auto& x, const auto& y) { return x.verdict < y.verdict; });
-  fmt::print("{}", compare::render(report, compare::parse_format(args.format)));
+  const auto format = compare::parse_format(args.format);
+  fmt::print("{}", compare::render(report, format));
+  if (format != compare::Format::json) print_series_changes(series, run);
   return report.exit_code();
 }
 
@@ -136,13 +174,22 @@ int run_export(const HistoryArgs& args) {
   const history::Store store(args.db, history::Store::Mode::read);
   const auto cases = store.cases();
   if (args.format == "json") {
-    nlohmann::json rows = nlohmann::json::array();
+    nlohmann::json rows = nlohmann::json::array(), changes = nlohmann::json::array();
     for (const auto& c : cases)
       rows.push_back({{"run", c.run}, {"created", c.created}, {"revision", c.revision}, {"source", c.source},
                       {"machine", c.machine}, {"suite", c.suite}, {"name", c.name}, {"backend", c.backend},
                       {"precision", c.precision}, {"status", c.status}, {"speedup", figure_json(c.speedup)},
                       {"pct_of_copy", figure_json(c.pct_of_copy)}, {"seconds", figure_json(c.seconds)}});
-    fmt::print("{}\n", rows.dump(1));
+    for (const auto& s : history::series_of(cases, "", std::nullopt)) {
+      const auto metric = history::tracked_metric(s);
+      if (!metric) continue;
+      for (const auto& c : history::changes_of(s, *metric))
+        changes.push_back({{"machine", s.machine}, {"case", s.label()}, {"metric", compare::metric_name(*metric)},
+                           {"run_before", c.before->run}, {"run_after", c.after->run}, {"before", c.point.before},
+                           {"after", c.point.after}, {"relative_change", c.point.relative_change},
+                           {"low", c.point.low}, {"high", c.point.high}, {"p_value", c.point.p_value}});
+    }
+    fmt::print("{}\n", nlohmann::json{{"cases", rows}, {"change_points", changes}}.dump(1));
     return 0;
   }
   if (args.format != "csv") throw UsageError(fmt::format("bad --format '{}': json or csv", args.format));

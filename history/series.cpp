@@ -41,6 +41,24 @@ std::optional<compare::Metric> tracked_metric(const Series& s) {
   return std::nullopt;
 }
 
+std::vector<SeriesChange> changes_of(const Series& s, compare::Metric metric, std::optional<double> then) {
+  std::vector<const StoredCase*> runs;
+  std::vector<double> values;
+  for (const StoredCase& c : s.runs)
+    if (const auto& f = figure_of(c, metric); f && c.status == "ok" && f->value > 0) {
+      runs.push_back(&c);
+      values.push_back(f->value);
+    }
+  if (then) values.push_back(*then);
+  const std::uint64_t seed = stable_hash(s.machine + "|" + s.label());
+  std::vector<SeriesChange> out;
+  for (const ChangePoint& p : find_change_points(values, seed)) {
+    const auto at = [&](std::size_t i) { return i < runs.size() ? runs[i] : nullptr; };
+    out.push_back({p, at(p.index - 1), at(p.index)});
+  }
+  return out;
+}
+
 namespace {
 
 // The figures of the last `window` ok runs of the series with the metric, `stored_as` left out.

@@ -10,6 +10,7 @@
 
 #include "compare/options.hpp"
 #include "compare/verdict.hpp"
+#include "history/change_points.hpp"
 #include "history/store.hpp"
 
 namespace mpbench::history {
@@ -30,6 +31,17 @@ std::vector<Series> series_of(const std::vector<StoredCase>& cases, const std::s
 // have one, else the share of the copy, else the fastest time.
 std::optional<compare::Metric> tracked_metric(const Series& s);
 const std::optional<compare::RunFigure>& figure_of(const StoredCase& c, compare::Metric metric);
+
+// The change points of the series' tracked figure over its ok runs (`then`, the new run's figure,
+// appended where given), seeded by the series' machine and label so that the answer is
+// reproducible; each with the runs either side of it.
+struct SeriesChange {
+  ChangePoint point;
+  const StoredCase* before = nullptr;  // the last run before the change
+  const StoredCase* after = nullptr;   // the first run after it (null: the new run)
+};
+std::vector<SeriesChange> changes_of(const Series& s, compare::Metric metric,
+                                     std::optional<double> then = std::nullopt);
 
 // Each ok case of the new run against the last `window` runs of its series on the same machine
 // that have its tracked figure; the run itself, where it was added already (`stored_as`), is not

@@ -140,15 +140,6 @@ void check_schema(sqlite3* db, const std::filesystem::path& path, Store::Mode mo
   // Versions below kSchemaVersion would be migrated here, in one transaction; version 1 is the first.
 }
 
-std::uint64_t fnv1a(const std::string& bytes) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char b : bytes) {
-    h ^= b;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 std::string revision_of(const ResultDocument& doc) {
   const nlohmann::json::json_pointer p("/mpbench/git_revision");
   return doc.env.contains(p) && doc.env.at(p).is_string() ? doc.env.at(p).get<std::string>() : "";
@@ -190,7 +181,16 @@ void insert(sqlite3* db, const std::filesystem::path& db_path, const Checked& d,
 
 }  // namespace
 
-std::string content_hash(const nlohmann::json& document) { return fmt::format("{:016x}", fnv1a(document.dump())); }
+std::uint64_t stable_hash(std::string_view bytes) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char b : bytes) {
+    h ^= b;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string content_hash(const nlohmann::json& document) { return fmt::format("{:016x}", stable_hash(document.dump())); }
 
 StoredCase figures_of(const ResultDocument& doc, const CaseResult& c) {
   StoredCase s;

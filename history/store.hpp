@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compare/figures.hpp"
@@ -68,6 +69,8 @@ class Store {
 // The content hash a document is recognised by: FNV-1a (64 bits) of its JSON in canonical form
 // (nlohmann's dump: keys sorted, no whitespace), so reformatting a file does not make it new.
 std::string content_hash(const nlohmann::json& document);
+// FNV-1a, 64 bits: the same on every platform and standard library (std::hash is not).
+std::uint64_t stable_hash(std::string_view bytes);
 
 // A case's three figures in `doc`, as compare computes them (compare::run_figure, baseline fp32).
 StoredCase figures_of(const ResultDocument& doc, const CaseResult& c);

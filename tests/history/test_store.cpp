@@ -224,5 +224,41 @@ TEST_F(History, TheCommandLineAddsShowsChecksAndExports) {
   EXPECT_NE(r.err.find("no such file"), std::string::npos) << r.err;
 }
 
+// A 20% step in the speedup after ten runs of twenty (a permutation reaches so clean a split with
+// probability 2 / C(20, 10), so the test's p-value is its smallest, 1/200): show and check name the
+// change point between the runs either side of it; a series without a step gets none.
+TEST_F(History, ShowAndCheckNameWhereASeriesChanged) {
+  using mpbench::testing::run_mpbench;
+  std::mt19937_64 random(std::random_device{}());
+  std::normal_distribution<double> noise(0, 0.005);
+  std::vector<std::string> add = {"history", "add", db().string()};
+  for (int i = 0; i < 20; ++i)
+    add.push_back(write_run(fmt::format("r{}.json", i), (i < 10 ? 1e-4 : 1.25e-4) * std::exp(noise(random)), i).string());
+  ASSERT_EQ(run_mpbench(add, folder_).status, 0);
+  const auto shown = run_mpbench({"history", "show", db().string()}, folder_);
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  const auto bf16 = shown.out.find("gemm/square_4096/cuda/bf16");
+  ASSERT_NE(bf16, std::string::npos) << shown.out;
+  const auto point = shown.out.find("change point: ", bf16);
+  ASSERT_NE(point, std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("between run 10 of 2026-12-01T10:09:00Z (abc) and run 11 of 2026-12-01T10:10:00Z (abc)", point),
+            std::string::npos)
+      << shown.out;
+  const auto fp32 = shown.out.find("gemm/square_4096/cuda/fp32");
+  EXPECT_EQ(shown.out.find("change point", fp32), std::string::npos) << "fp32's time did not change\n" << shown.out;
+  const auto checked = run_mpbench({"history", "check", db().string(), add.back()}, folder_);
+  EXPECT_NE(checked.out.find("change points over each series"), std::string::npos) << checked.out;
+  EXPECT_NE(checked.out.find("between run 10 of"), std::string::npos) << checked.out;
+  const auto exported = run_mpbench({"history", "export", db().string(), "--format", "json"}, folder_);
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  const json j = json::parse(exported.out);
+  EXPECT_EQ(j["cases"].size(), 40u);
+  bool found = false;
+  for (const auto& c : j["change_points"])
+    found |= c["case"] == "gemm/square_4096/cuda/bf16" && c["run_before"] == 10 && c["run_after"] == 11 &&
+             c["relative_change"].get<double>() < -0.15;
+  EXPECT_TRUE(found) << j["change_points"].dump(1);
+}
+
 }  // namespace
 }  // namespace mpbench::history
