@@ -2,6 +2,7 @@
 """Plots and an HTML page from mpbench result documents.
 
     python3 scripts/report.py RESULTS... -o DIR [--reference-machine NAME] [--prices FILE]
+    python3 scripts/report.py --history DB -o DIR [--mpbench PATH]
 
 RESULTS are result documents (schema "mpbench.result/1") or folders of them. DIR receives one PNG,
 one SVG and one JSON (the points drawn) per plot, and index.html, which shows the plots and the
@@ -10,15 +11,16 @@ index.html lists them. Documents are grouped by machine (a GPU with its CUDA ver
 with its ISA flags and ISA limit); several documents of one case on one machine are repetitions,
 drawn as their median with the range as error bars. With two machines or more the
 hardware-selection plots appear: speedup per mode per machine, throughput relative to a reference
-machine and, with --prices, per dollar and per watt.
+machine and, with --prices, per dollar and per watt. With --history, DIR receives trend plots of an
+`mpbench history` file instead, per machine, from `mpbench history export DB --format json`.
 
 Exit status: 0 on success, 2 on unusable input (unreadable or non-regular file, malformed JSON,
 NaN or Infinity, nesting deeper than 64 levels, another schema, no document, bad --prices file,
-unknown --reference-machine) or without matplotlib or jsonschema, each said on one line. The
-report is drawn in a temporary folder beside DIR and its files are moved into DIR only when all
-of them are written: a failure leaves DIR as it was, and so do Ctrl-C, SIGTERM and SIGHUP (exit
-128 + the signal), which also remove the temporary folder; one left by a killed run is removed by
-the next run that writes beside it.
+unknown --reference-machine, an mpbench that cannot be run or whose export fails) or without
+matplotlib or jsonschema, each said on one line. The report is drawn in a temporary folder beside
+DIR and its files are moved into DIR only when all of them are written: a failure leaves DIR as it
+was, and so do Ctrl-C, SIGTERM and SIGHUP (exit 128 + the signal), which also remove the temporary
+folder; one left by a killed run is removed by the next run that writes beside it.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ import re
 import shutil
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -1455,6 +1458,187 @@ def machine_plots(machines: list[Machine], reference: Machine | None, prices: li
         yield plot_per_cost(machines, prices, metric, "watts", notes)
 
 
+# ----------------------------------------------------------------------------- history
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MPBENCH = ROOT / "build" / "cli" / "mpbench"
+# The figures `mpbench history` tracks, in the order it picks a series' one (history/series.cpp).
+TRACKED_METRICS = ("speedup", "pct_of_copy", "seconds")
+METRIC_AXIS = {"speedup": "speedup over {reference} (x)", "pct_of_copy": "% of the copy", "seconds": "fastest time (s)"}
+# Small multiples: more series in one figure would shrink each panel past reading.
+SERIES_PER_FIGURE = 12
+PANEL_COLUMNS = 3
+MAX_RUN_TICKS = 4
+
+
+def mpbench_binary(given: Path | None) -> Path:
+    return given or Path(os.environ.get("MPBENCH_BIN") or DEFAULT_MPBENCH)
+
+
+def export_history(binary: Path, db: Path) -> dict:
+    """`mpbench history export DB --format json`: mpbench computes the figures and change points,
+    so the plots show what `history show` and `check` say."""
+    command = [str(binary), "history", "export", str(db), "--format", "json"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise ReportError(f"cannot run '{binary}': {e.strerror} (build mpbench, or give --mpbench PATH or "
+                          "set MPBENCH_BIN)") from e
+    if done.returncode != 0:
+        said = [line for line in done.stderr.splitlines() if line.strip()]
+        raise ReportError(f"'{binary} history export {db}' failed (exit {done.returncode}): "
+                          f"{said[-1] if said else 'it said nothing'}")
+    try:
+        return printable_strings(json.loads(done.stdout))
+    except ValueError as e:
+        raise ReportError(f"'{binary} history export {db}' wrote no JSON: {e}") from e
+
+
+@dataclass
+class Series:
+    """One case's runs on one machine, as `mpbench history` keys them."""
+    machine: str
+    label: str  # suite/name/backend/precision
+    runs: list = field(default_factory=list)  # exported cases, in run order
+
+    def metric(self) -> str | None:
+        ok = [c for c in self.runs if c["status"] == "ok"]
+        return next((m for m in TRACKED_METRICS if any(c[m] for c in ok)), None)
+
+    def points(self) -> list[dict]:
+        """Its ok runs with a positive tracked figure: those mpbench finds change points among."""
+        metric = self.metric()
+        return [c for c in self.runs if c["status"] == "ok" and metric and c[metric] and c[metric]["value"] > 0]
+
+
+def history_series(export: dict) -> dict[str, list[Series]]:
+    """Machine -> its series, sorted by case."""
+    series: dict[tuple, Series] = {}
+    for c in sorted(export["cases"], key=lambda c: c["run"]):
+        label = case_label(c)
+        series.setdefault((c["machine"], label), Series(c["machine"], label)).runs.append(c)
+    machines: dict[str, list[Series]] = {}
+    for key in sorted(series):
+        machines.setdefault(key[0], []).append(series[key])
+    return machines
+
+
+def short_revision(run: dict) -> str:
+    return run["revision"][:7] or "-"
+
+
+def runs_of(series: list[Series]) -> dict[int, dict]:
+    """Every run of the series by number, as one of its exported cases (its date and revision)."""
+    runs = {c["run"]: c for s in series for c in s.runs}
+    return dict(sorted(runs.items()))
+
+
+def run_ticks(runs: dict[int, dict]) -> dict[int, str]:
+    return {number: f"{number}\n{run['created'][:10]}\n{short_revision(run)}" for number, run in runs.items()}
+
+
+def thinned(ticks: dict[int, str]) -> dict[int, str]:
+    """At most MAX_RUN_TICKS labels, evenly spaced: a date each, more would run into each other."""
+    step = math.ceil(len(ticks) / MAX_RUN_TICKS)
+    return dict(list(ticks.items())[::step])
+
+
+def chunks(items: list, most: int) -> list[list]:
+    """The items in as few parts of at most `most` as can be, of sizes that differ by one at most."""
+    parts = math.ceil(len(items) / most)
+    size, extra = divmod(len(items), parts)
+    bounds = [i * size + min(i, extra) for i in range(parts + 1)]
+    return [items[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def history_caption(part: int, parts: list[list[Series]], lone: list[Series], silent: list[Series]) -> str:
+    caption = ("Each panel: one series' tracked figure (the speedup where its runs have one, else the share of "
+               "the copy, else the fastest time) per run in the order stored; band: its spread within the run as "
+               "mpbench history stores it (the relative standard deviation of the timing samples, for a speedup "
+               "both times' combined), value × (1 ± spread). Dashed red lines: change points, E-Divisive means at "
+               "alpha 0.01 from mpbench history, between the two runs named, with the relative change of the "
+               "median.")
+    if len(parts) > 1:
+        shares = "; ".join(f"part {i + 1}: {len(p)} ({p[0].label} to {p[-1].label})" for i, p in enumerate(parts))
+        caption += f" Part {part + 1} of {len(parts)} of this machine's {sum(map(len, parts))} series ({shares})."
+    if part == 0 and lone:
+        caption += " One run, no trend: " + ", ".join(s.label for s in lone) + "."
+    if part == 0 and silent:
+        caption += " No ok run: " + ", ".join(s.label for s in silent) + "."
+    return caption
+
+
+def draw_series(plot: Plot, ax, s: Series, changes: list[dict], runs: dict[int, dict]):
+    points, metric = s.points(), s.metric()
+    xs = [c["run"] for c in points]
+    values = [c[metric]["value"] for c in points]
+    spreads = [c[metric]["spread"] or 0.0 for c in points]  # null where mpbench had no spread
+    lows, highs = [v * (1 - d) for v, d in zip(values, spreads)], [v * (1 + d) for v, d in zip(values, spreads)]
+    ax.fill_between(xs, lows, highs, alpha=0.25, linewidth=0)
+    ax.plot(xs, values, "o-", markersize=3, linewidth=1)
+    for c, x, y, low, high, spread in zip(points, xs, values, lows, highs, spreads):
+        plot.points.append({"series": s.label, "x": x, "y": y, "case": s.label, "metric": metric, "low": low,
+                            "high": high, "spread": spread, "created": c["created"], "revision": c["revision"]})
+    for change in changes:
+        draw_change(plot, ax, s, change, runs)
+    ax.set_title(s.label, fontsize=8)
+    reference = points[0][metric]["reference"]
+    ax.set_ylabel(METRIC_AXIS[metric].format(reference=reference), fontsize=7)
+    shown = thinned(run_ticks(runs))
+    ax.set_xticks(list(shown), list(shown.values()), fontsize=6)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def draw_change(plot: Plot, ax, s: Series, change: dict, runs: dict[int, dict]):
+    """A line halfway between the last run before the change and the first after it."""
+    before, after = change["run_before"], change["run_after"]
+    x = (before + after) / 2
+    text = (f"{change['relative_change']:+.1%}\nruns {before}→{after}, "
+            f"{short_revision(runs[before])}→{short_revision(runs[after])}")
+    ax.axvline(x, color="tab:red", linestyle="--", linewidth=1)
+    ax.annotate(text, (x, 1), xycoords=("data", "axes fraction"), xytext=(3, -3), textcoords="offset points",
+                fontsize=6, color="tab:red", va="top")
+    plot.points.append({"series": f"{s.label} change point", "x": x, "y": None, "case": s.label,
+                        **{k: change[k] for k in ("metric", "run_before", "run_after", "before", "after",
+                                                  "relative_change", "low", "high", "p_value")}})
+
+
+def history_plot(machine: str, part: int, parts: list[list[Series]], lone: list[Series], silent: list[Series],
+                 changes: list[dict]) -> Plot:
+    drawn = parts[part]
+    runs = runs_of(drawn)
+    suffix = f" (part {part + 1} of {len(parts)})" if len(parts) > 1 else ""
+    columns = min(PANEL_COLUMNS, len(drawn))
+    plot, axes = new_plot(f"history-{slug(machine)}" + (f"-{part + 1}" if len(parts) > 1 else ""),
+                          f"History — {machine}{suffix}", history_caption(part, parts, lone, silent),
+                          f"{machine} · runs {min(runs)} to {max(runs)}", ncols=columns,
+                          nrows=math.ceil(len(drawn) / columns), size=(5, 3.2))
+    for ax, s in itertools.zip_longest(axes, drawn):
+        if s is None:
+            ax.set_visible(False)  # the grid's last row has room to spare
+            continue
+        draw_series(plot, ax, s, [c for c in changes if c["case"] == s.label], runs)
+    plot.figure.supxlabel("run as mpbench history numbers them, its date and revision", fontsize=8)
+    return plot
+
+
+def history_plots(export: dict, notes: list[str]):
+    """Per machine, its series of two runs or more in figures of at most SERIES_PER_FIGURE."""
+    for machine, series in history_series(export).items():
+        trends = [s for s in series if len(s.points()) > 1]
+        lone = [s for s in series if len(s.points()) == 1]
+        silent = [s for s in series if not s.points()]
+        changes = [c for c in export["change_points"] if c["machine"] == machine]
+        if not trends:
+            notes.append(f"{machine}: no series with two runs or more, no trend plot (one run: "
+                         f"{len(lone)} series, no ok run: {len(silent)})")
+            continue
+        parts = chunks(trends, SERIES_PER_FIGURE)
+        for part in range(len(parts)):
+            yield machine, history_plot(machine, part, parts, lone, silent, changes)
+
+
 # ----------------------------------------------------------------------------- output
 
 def save(plot: Plot, out: Path) -> dict:
@@ -1622,8 +1806,21 @@ def write_html(out: Path, machines: list[Machine], figures: list[dict], notes: l
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>mpbench report</title>"
              f"<style>{STYLE}</style></head><body><h1>mpbench report</h1>", "<h2>Machines</h2>",
              machines_table(machines), "<h2>Plots</h2>"]
-    if not figures:
-        parts.append("<p>No case had data to plot.</p>")
+    parts += figures_html(figures, "No case had data to plot.")
+    parts += ["<h2>Cases not drawn (status not ok)</h2>", not_ok_table(machines)]
+    for m in machines:
+        parts += [f"<h2>Cases — {html.escape(m.label)}</h2>", cases_table(m)]
+        if m.peer_sources:
+            parts += [f"<h2>mpbench against {html.escape(m.peer_label)} — {html.escape(m.label)}</h2>",
+                      f"<p>From {html.escape(', '.join(m.peer_sources))}.</p>", peer_table(m)]
+    parts += notes_html(notes + [f"ignored (not an mpbench result): {p}" for p in ignored])
+    parts.append("</body></html>\n")
+    (out / "index.html").write_text("\n".join(parts), encoding="utf-8")
+
+
+def figures_html(figures: list[dict], none: str) -> list[str]:
+    """The figures under a heading per group, or `none` said when there is none."""
+    parts = [] if figures else [f"<p>{html.escape(none)}</p>"]
     for i, f in enumerate(figures):
         if i == 0 or figures[i - 1]["group"] != f["group"]:
             parts.append(f"<h3>{html.escape(f['group'])}</h3>")
@@ -1631,17 +1828,18 @@ def write_html(out: Path, machines: list[Machine], figures: list[dict], notes: l
         parts.append(f"<figure id='{name}'><img src='{name}.svg' alt='{html.escape(f['title'])}'>"
                      f"<figcaption>{html.escape(f['caption'])} <a href='{name}.png'>PNG</a> · "
                      f"<a href='{name}.json'>data</a></figcaption></figure>")
-    parts += ["<h2>Cases not drawn (status not ok)</h2>", not_ok_table(machines)]
-    for m in machines:
-        parts += [f"<h2>Cases — {html.escape(m.label)}</h2>", cases_table(m)]
-        if m.peer_sources:
-            parts += [f"<h2>mpbench against {html.escape(m.peer_label)} — {html.escape(m.label)}</h2>",
-                      f"<p>From {html.escape(', '.join(m.peer_sources))}.</p>", peer_table(m)]
-    if notes or ignored:
-        items = [html.escape(n) for n in notes] + [f"ignored (not an mpbench result): {html.escape(str(p))}"
-                                                   for p in ignored]
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
-    parts.append("</body></html>\n")
+    return parts
+
+
+def notes_html(notes: list[str]) -> list[str]:
+    return ["<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"] if notes else []
+
+
+def write_history_html(out: Path, db: Path, figures: list[dict], notes: list[str]):
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>mpbench history</title>"
+             f"<style>{STYLE}</style></head><body><h1>mpbench history: {html.escape(str(db))}</h1>",
+             "<h2>Trends per machine</h2>", *figures_html(figures, "No series has two runs or more."),
+             *notes_html(notes), "</body></html>\n"]
     (out / "index.html").write_text("\n".join(parts), encoding="utf-8")
 
 
@@ -1654,24 +1852,50 @@ def build_report(args) -> Path:
     prices = load_prices(args.prices) if args.prices else None
     if prices is not None:
         match_prices(prices, machines, args.prices)
-    with signals_held():  # the handler removes the folder from the moment it exists
-        staging = make_staging_folder(args.out)
-        IN_FLIGHT.append(staging)
-    try:
+
+    def write(staging: Path) -> list[dict]:
         plots = itertools.chain(*(machine_figures(m, notes) for m in machines),
                                 (("Several machines", p) for p in machine_plots(machines, reference, prices, notes)))
         figures = [dict(save(p, staging), group=group) for group, p in with_file_names(plots)]
         write_html(staging, machines, figures, notes, ignored)
+        return figures
+
+    figures = write_atomically(args.out, write)
+    print(f"report: {args.out / 'index.html'} ({len(figures)} plots, {len(machines)} machines)")
+    return args.out / "index.html"
+
+
+def build_history_report(args) -> Path:
+    export = export_history(mpbench_binary(args.mpbench), args.history)
+    notes: list[str] = []
+
+    def write(staging: Path) -> list[dict]:
+        figures = [dict(save(p, staging), group=group) for group, p in with_file_names(history_plots(export, notes))]
+        write_history_html(staging, args.history, figures, notes)
+        return figures
+
+    figures = write_atomically(args.out, write)
+    print(f"report: {args.out / 'index.html'} ({len(figures)} trend plots)")
+    return args.out / "index.html"
+
+
+def write_atomically(out: Path, write):
+    """`write(folder)`'s result, its files written into a staging folder and moved into `out` only
+    once all of them are there."""
+    with signals_held():  # the handler removes the folder from the moment it exists
+        staging = make_staging_folder(out)
+        IN_FLIGHT.append(staging)
+    try:
+        written = write(staging)
         with signals_held():  # the folder holds the old report or the new one, never a mix
-            move_into(staging, args.out)
+            move_into(staging, out)
             shutil.rmtree(staging, ignore_errors=True)
             IN_FLIGHT.remove(staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if staging in IN_FLIGHT:
             IN_FLIGHT.remove(staging)
-    print(f"report: {args.out / 'index.html'} ({len(figures)} plots, {len(machines)} machines)")
-    return args.out / "index.html"
+    return written
 
 
 # File names stay well under the 255 bytes file systems allow, with room for the suffix.
@@ -1770,19 +1994,30 @@ def move_into(staging: Path, out: Path) -> None:
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description="Plots (PNG, SVG) and an HTML page from mpbench results.")
-    parser.add_argument("results", nargs="+", type=Path, help="result documents or folders of them")
+    parser.add_argument("results", nargs="*", type=Path, help="result documents or folders of them")
     parser.add_argument("-o", "--out", type=Path, required=True, help="folder for the plots and index.html")
     parser.add_argument("--reference-machine", help="part of the machine label that throughput is relative to "
                                                     "(default: the first machine)")
     parser.add_argument("--prices", type=Path, help="CSV or JSON of machine,price_per_hour,watts")
-    return parser.parse_args(argv)
+    parser.add_argument("--history", type=Path, help="an mpbench history file: trend plots instead of RESULTS")
+    parser.add_argument("--mpbench", type=Path, help=f"the mpbench that exports --history (default: $MPBENCH_BIN, "
+                                                     f"else {DEFAULT_MPBENCH.relative_to(ROOT)})")
+    args = parser.parse_args(argv)
+    if args.history is None and not args.results:
+        parser.error("the following arguments are required: results")
+    if args.history is not None and (args.results or args.reference_machine or args.prices):
+        parser.error("--history draws trend plots from the history alone: RESULTS, --reference-machine and "
+                     "--prices do not apply")
+    if args.mpbench is not None and args.history is None:
+        parser.error("--mpbench is the binary that exports --history: give --history too")
+    return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     previous = {signum: signal.signal(signum, stop_on_signal) for signum in STOP_SIGNALS}
     try:
-        build_report(args)
+        build_history_report(args) if args.history is not None else build_report(args)
     except ReportError as e:
         print(f"report.py: error: {e}", file=sys.stderr)
         return 2
