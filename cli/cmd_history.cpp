@@ -27,6 +27,10 @@ namespace mpbench::cli {
 
 namespace {
 
+// The runs of each series check looks for change points in: the recent past, so that check takes
+// the same time on a history of any length.
+constexpr std::size_t kChangePointRuns = 200;
+
 struct HistoryArgs {
   std::string db;
   std::vector<std::string> documents;
@@ -117,7 +121,10 @@ void print_series_changes(const std::vector<history::Series>& series, const Resu
     const auto& now = history::figure_of(history::figures_of(run, *c), *metric);
     const auto changes = history::changes_of(s, *metric, now ? std::optional<double>(now->value) : std::nullopt);
     if (changes.empty()) continue;
-    if (!any) fmt::print("\nchange points over each series, this run last (E-Divisive means, alpha 0.01):\n");
+    if (!any)
+      fmt::print("\nchange points over the last {} runs of each series, this run last (E-Divisive means, alpha "
+                 "0.01):\n",
+                 kChangePointRuns);
     any = true;
     fmt::print("  {}:\n", s.label());
     print_changes(changes, *metric);
@@ -129,12 +136,13 @@ int run_check(const HistoryArgs& args) {
   const history::Store store(args.db, history::Store::Mode::read);
   const auto json = read_document_json(args.documents.front());
   const ResultDocument run = result_from_json(args.documents.front(), json);
-  const auto series = history::series_of(store.cases(), "", std::nullopt);
   const auto stored_as = store.run_with_hash(history::content_hash(json));
+  const std::string machine = compare::machine_of(run);
+  const std::size_t runs = std::max<std::size_t>(static_cast<std::size_t>(args.last), kChangePointRuns) + 1;
+  const auto series = history::series_of(store.cases(machine, runs), "", std::nullopt);
   compare::Report report;
-  report.base_sources = {fmt::format("history {} (the last {} runs of each series)", args.db, args.last)};
   report.current_sources = {args.documents.front()};
-  report.base_machine = report.current_machine = compare::machine_of(run);
+  report.base_machine = report.current_machine = machine;
   report.comparisons = history::check_run(series, run, stored_as, static_cast<std::size_t>(args.last), report.options);
   report.common_cases = report.comparisons.size();
   if (report.comparisons.empty()) {
@@ -142,10 +150,11 @@ int run_check(const HistoryArgs& args) {
                args.documents.front(), report.current_machine, args.db);
     return compare::kExitNothingCompared;
   }
-  // The environment of the machine's last runs against the new run's: a driver or library that
-  // changed is named beside the verdicts, as compare names it.
-  const compare::Side window{"history", store.last_runs(report.current_machine, args.last, stored_as), {}};
+  // The machine's last runs are the base side, as the report names them, and their environment is
+  // set against the new run's: a driver or library that changed is named beside the verdicts.
+  const compare::Side window{"history", store.last_runs(machine, args.last, stored_as), {}};
   const compare::Side current{"new", {{args.documents.front(), run}}, {}};
+  report.base_sources = window.sources();
   report.environment = compare::environment_fields(window, current);
   report.library_changes = compare::library_changes(report.environment);
   std::stable_sort(report.comparisons.begin(), report.comparisons.end(),

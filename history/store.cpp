@@ -255,12 +255,15 @@ std::vector<AddOutcome> Store::add(const std::vector<std::filesystem::path>& doc
   return outcomes;
 }
 
-std::vector<StoredCase> Store::cases() const {
-  Statement s(db_, path_,
-              "SELECT r.machine, c.suite, c.name, c.backend, c.precision, c.status, r.created, r.revision, r.source, "
-              "r.id, c.speedup, c.speedup_spread, c.pct_of_copy, c.pct_of_copy_spread, c.copy, c.seconds, "
-              "c.seconds_spread, c.converged FROM cases c JOIN runs r ON r.id = c.run "
-              "ORDER BY r.machine, c.suite, c.name, c.backend, c.precision, r.id");
+namespace {
+
+constexpr const char* kCaseColumns =
+    "SELECT r.machine, c.suite, c.name, c.backend, c.precision, c.status, r.created, r.revision, r.source, r.id, "
+    "c.speedup, c.speedup_spread, c.pct_of_copy, c.pct_of_copy_spread, c.copy, c.seconds, c.seconds_spread, "
+    "c.converged FROM cases c JOIN runs r ON r.id = c.run ";
+constexpr const char* kCaseOrder = " ORDER BY r.machine, c.suite, c.name, c.backend, c.precision, r.id";
+
+std::vector<StoredCase> read_cases(Statement& s) {
   std::vector<StoredCase> out;
   while (s.step("reading its cases")) {
     StoredCase c{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7), s.text(8),
@@ -277,6 +280,22 @@ std::vector<StoredCase> Store::cases() const {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<StoredCase> Store::cases() const {
+  Statement s(db_, path_, (std::string(kCaseColumns) + kCaseOrder).c_str());
+  return read_cases(s);
+}
+
+std::vector<StoredCase> Store::cases(const std::string& machine, std::size_t runs) const {
+  Statement s(db_, path_,
+              (std::string(kCaseColumns) +
+               "WHERE r.id IN (SELECT id FROM runs WHERE machine = ? ORDER BY id DESC LIMIT ?)" + kCaseOrder)
+                  .c_str());
+  s.bind(1, machine).bind(2, static_cast<std::int64_t>(runs));
+  return read_cases(s);
 }
 
 std::vector<compare::Run> Store::last_runs(const std::string& machine, std::size_t count,

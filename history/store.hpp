@@ -54,6 +54,9 @@ class Store {
   std::vector<AddOutcome> add(const std::vector<std::filesystem::path>& documents);
   // Every stored case, by machine, suite, name, backend, precision, then run order.
   std::vector<StoredCase> cases() const;
+  // The same for the last `runs` runs stored for `machine` only: what check reads, whatever the
+  // length of the history.
+  std::vector<StoredCase> cases(const std::string& machine, std::size_t runs) const;
   std::size_t runs() const;
   // The last `count` runs stored for `machine` (compare::machine_of), oldest first, but `except`.
   std::vector<compare::Run> last_runs(const std::string& machine, std::size_t count,

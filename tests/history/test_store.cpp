@@ -247,7 +247,7 @@ TEST_F(History, ShowAndCheckNameWhereASeriesChanged) {
   const auto fp32 = shown.out.find("gemm/square_4096/cuda/fp32");
   EXPECT_EQ(shown.out.find("change point", fp32), std::string::npos) << "fp32's time did not change\n" << shown.out;
   const auto checked = run_mpbench({"history", "check", db().string(), add.back()}, folder_);
-  EXPECT_NE(checked.out.find("change points over each series"), std::string::npos) << checked.out;
+  EXPECT_NE(checked.out.find("change points over the last 200 runs of each series"), std::string::npos) << checked.out;
   EXPECT_NE(checked.out.find("between run 10 of"), std::string::npos) << checked.out;
   const auto exported = run_mpbench({"history", "export", db().string(), "--format", "json"}, folder_);
   ASSERT_EQ(exported.status, 0) << exported.err;
