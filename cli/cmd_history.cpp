@@ -118,7 +118,8 @@ void print_series_changes(const std::vector<history::Series>& series, const Resu
     });
     const auto metric = history::tracked_metric(s);
     if (c == run.cases.end() || !metric) continue;
-    const auto& now = history::figure_of(history::figures_of(run, *c), *metric);
+    const history::StoredCase figures = history::figures_of(run, *c);
+    const auto& now = history::figure_of(figures, *metric);
     const auto changes = history::changes_of(s, *metric, now ? std::optional<double>(now->value) : std::nullopt);
     if (changes.empty()) continue;
     if (!any)
