@@ -110,6 +110,7 @@ int run_show(const HistoryArgs& args) {
 // which one run against a window cannot say. Context for the verdicts, which alone set the exit.
 void print_series_changes(const std::vector<history::Series>& series, const ResultDocument& run) {
   const std::string machine = compare::machine_of(run);
+  const compare::CaseIndex index(run);
   bool any = false;
   for (const auto& s : series) {
     if (s.machine != machine) continue;
@@ -118,7 +119,7 @@ void print_series_changes(const std::vector<history::Series>& series, const Resu
     });
     const auto metric = history::tracked_metric(s);
     if (c == run.cases.end() || !metric) continue;
-    const history::StoredCase figures = history::figures_of(run, *c);
+    const history::StoredCase figures = history::figures_of(index, *c);
     const auto& now = history::figure_of(figures, *metric);
     const auto changes = history::changes_of(s, *metric, now ? std::optional<double>(now->value) : std::nullopt);
     if (changes.empty()) continue;

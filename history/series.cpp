@@ -78,12 +78,13 @@ std::vector<compare::Comparison> check_run(const std::vector<Series>& history, c
   std::map<std::pair<std::string, compare::CaseKey>, const Series*> by_id;
   for (const Series& s : history) by_id[{s.machine, s.key}] = &s;
   const std::string machine = compare::machine_of(run);
+  const compare::CaseIndex index(run);
   std::vector<compare::Comparison> out;
   for (const CaseResult& c : run.cases) {
     if (c.status != CaseStatus::ok) continue;
     const auto found = by_id.find({machine, compare::key_of(c)});
     if (found == by_id.end()) continue;
-    const StoredCase now = figures_of(run, c);
+    const StoredCase now = figures_of(index, c);
     for (compare::Metric metric : {compare::Metric::speedup, compare::Metric::pct_of_copy, compare::Metric::seconds}) {
       const auto& figure = figure_of(now, metric);
       if (!figure) continue;

@@ -163,8 +163,9 @@ void insert(sqlite3* db, const std::filesystem::path& db_path, const Checked& d,
                 "INSERT OR IGNORE INTO cases(run, suite, name, backend, precision, status, speedup, speedup_spread, "
                 "pct_of_copy, pct_of_copy_spread, copy, seconds, seconds_spread, converged) "
                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  const compare::CaseIndex index(d.document);
   for (const CaseResult& c : d.document.cases) {
-    const StoredCase s = figures_of(d.document, c);
+    const StoredCase s = figures_of(index, c);
     const auto value = [](const auto& f) { return f ? std::optional<double>(f->value) : std::nullopt; };
     const auto spread = [](const auto& f) { return f ? std::optional<double>(f->spread) : std::nullopt; };
     const bool converged = (!s.speedup || s.speedup->converged) && (!s.seconds || s.seconds->converged);
@@ -192,14 +193,13 @@ std::uint64_t stable_hash(std::string_view bytes) {
 
 std::string content_hash(const nlohmann::json& document) { return fmt::format("{:016x}", stable_hash(document.dump())); }
 
-StoredCase figures_of(const ResultDocument& doc, const CaseResult& c) {
+StoredCase figures_of(const compare::CaseIndex& index, const CaseResult& c) {
   StoredCase s;
   s.suite = c.suite;
   s.name = c.name;
   s.backend = c.backend;
   s.precision = c.precision;
   s.status = std::string(case_status_name(c.status));
-  const compare::CaseIndex index(doc);
   s.speedup = compare::run_figure(index, c, compare::Metric::speedup, "fp32");
   s.pct_of_copy = compare::run_figure(index, c, compare::Metric::pct_of_copy, "fp32");
   s.seconds = compare::run_figure(index, c, compare::Metric::seconds, "fp32");

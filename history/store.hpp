@@ -75,7 +75,8 @@ std::string content_hash(const nlohmann::json& document);
 // FNV-1a, 64 bits: the same on every platform and standard library (std::hash is not).
 std::uint64_t stable_hash(std::string_view bytes);
 
-// A case's three figures in `doc`, as compare computes them (compare::run_figure, baseline fp32).
-StoredCase figures_of(const ResultDocument& doc, const CaseResult& c);
+// A case's three figures in its run, as compare computes them (compare::run_figure, baseline fp32);
+// `run` indexes the case's document, built once per document.
+StoredCase figures_of(const compare::CaseIndex& run, const CaseResult& c);
 
 }  // namespace mpbench::history
