@@ -525,14 +525,16 @@ void CpuTransformerOps::layernorm_forward(Tensor<float> out, float* mean, float*
     double squares = 0;
 #pragma omp simd reduction(+ : squares)
     for (int c = 0; c < C; ++c) squares += (x[c] - m) * (x[c] - m);
-    const float s = static_cast<float>(1.0 / std::sqrt(squares / C + kLayerNormEps));
-    const float mf = static_cast<float>(m);
+    const double s = 1.0 / std::sqrt(squares / C + kLayerNormEps);
     float* y = output_values(out, first, C, 1, false);
+    // In double and rounded once, as the reference: fp32 steps put the result a few fp32 ulps
+    // off, which a half output turns into bf16 flips (about 5 in 10^5 values) that move a
+    // mixed-precision loss by 1e-5.
 #pragma omp simd
-    for (int c = 0; c < C; ++c) y[c] = (x[c] - mf) * s * weight[c] + bias[c];
+    for (int c = 0; c < C; ++c) y[c] = static_cast<float>((x[c] - m) * s * weight[c] + bias[c]);
     write_values(out, first, C, y);
-    mean[n] = mf;
-    rstd[n] = s;
+    mean[n] = static_cast<float>(m);
+    rstd[n] = static_cast<float>(s);
   }
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
 #include <sstream>
 
@@ -226,6 +228,79 @@ TEST_P(CpuOps, LayerNorm) {
     expect_both_close(dbias, kFp32, "dbias", &dbias_init);
   }
 }
+
+// The forward ops outside the GEMMs compute each output from fp32 inputs and round it once, to
+// fp32 or to the half storage a mode keeps activations in, as the reference does: the same bits.
+// fp32 steps where the reference rounds once are a few fp32 ulps off, and a half output turns
+// that into flipped values (LayerNorm in fp32 steps: about 5 in 10^5 bf16 outputs, enough to move
+// amp-bf16's first-step loss by 6e-5). The one exception is GELU: oneDNN's gelu_tanh has its own
+// tanh, a few fp32 ulps of max(1, |x|) off, so its output is the rounding of a value within
+// kGeluError of the exact one (the interval rule of the matmul tests below), not always the
+// rounding of the exact value itself.
+class CpuRowOps : public CpuOps {
+ protected:
+  // The same op on both ops' memory with its output in `storage`, compared bit for bit; where the
+  // bits differ, `allowed(i, cpu_value)` may accept the CPU's value.
+  template <typename Op>
+  void expect_same_bits(const std::string& what, Storage storage, std::size_t n, Op op,
+                        const std::function<bool(std::size_t, float)>& allowed = {}) {
+    const std::size_t width = element_bytes<float>(storage);
+    OpsArray<std::byte> cpu_out(cpu_, n * width), ref_out(ref_, n * width);
+    op(cpu_, Tensor<float>(cpu_out.data(), storage));
+    op(ref_, Tensor<float>(ref_out.data(), storage));
+    const std::vector<std::byte> c = cpu_out.download(), r = ref_out.download();
+    std::size_t differ = 0, first = n;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::memcmp(&c[i * width], &r[i * width], width) == 0) continue;
+      if (allowed && allowed(i, load(ConstTensor<float>(c.data(), storage), i))) continue;
+      ++differ;
+      first = std::min(first, i);
+    }
+    EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << n << " outputs in " << storage_name(storage)
+                          << " are not the reference's; the first is element " << first;
+  }
+};
+
+// oneDNN's tanh: a few fp32 ulps of the terms (2^-21, 8 ulps of 1, times max(1, |x|); seen 4.9e-7
+// at |x| < 6).
+double gelu_error(double x) { return 0x1p-21 * std::max(1.0, std::abs(x)); }
+
+TEST_P(CpuRowOps, HalfAndFp32OutputsAreTheReferencesBitForBit) {
+  const int N = 301, C = 771, T = 43, V = 5;  // no multiple of a vector width; N = 7 sequences of T
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  auto inp = both(random(NC, -2, 3)), other = both(random(NC)), weight = both(random(C)), bias = both(random(C));
+  auto mean = both(random(N)), rstd = both(random(N));
+  auto wte = both(random(V * C)), wpe = both(random(T * C));
+  auto tokens = both(random_tokens(N, V));
+  const Vec gelu_inp = random(NC, -6, 6);
+  auto gelu_in = both(gelu_inp);
+  const auto on = [this](TransformerOps<float>& ops, auto& b) { return &ops == &cpu_ ? b.c() : b.r(); };
+  for (Storage storage : {Storage::real, Storage::bf16, Storage::fp16}) {
+    expect_same_bits("layernorm", storage, NC, [&](TransformerOps<float>& ops, Tensor<float> out) {
+      ops.layernorm_forward(out, on(ops, mean), on(ops, rstd), on(ops, inp), on(ops, weight), on(ops, bias), N, C);
+    });
+    EXPECT_EQ(mean.cpu.download(), mean.ref.download()) << "layernorm mean";
+    EXPECT_EQ(rstd.cpu.download(), rstd.ref.download()) << "layernorm rstd";
+    expect_same_bits("encoder", storage, NC, [&](TransformerOps<float>& ops, Tensor<float> out) {
+      const std::int32_t* ids = &ops == &cpu_ ? tokens.cpu.data() : tokens.ref.data();
+      ops.encoder_forward(out, ids, on(ops, wte), on(ops, wpe), N / T, T, C);
+    });
+    expect_same_bits("residual", storage, NC, [&](TransformerOps<float>& ops, Tensor<float> out) {
+      ops.residual_forward(out, on(ops, inp), on(ops, other), NC);
+    });
+    const num::Format format = storage_format(storage);
+    expect_same_bits(
+        "gelu", storage, NC,
+        [&](TransformerOps<float>& ops, Tensor<float> out) { ops.gelu_forward(out, on(ops, gelu_in), NC); },
+        [&](std::size_t i, float value) {
+          const double exact = gelu(double(gelu_inp[i])), error = gelu_error(gelu_inp[i]);
+          return round_to_format(static_cast<float>(exact - error), format) <= value &&
+                 value <= round_to_format(static_cast<float>(exact + error), format);
+        });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, CpuRowOps, kChoices, choice_name);
 
 TEST_P(CpuOps, Matmul) {
   const MatmulPrecision bf16_fp32_output{GemmPrecision::bf16, num::Format::fp32};
