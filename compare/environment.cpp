@@ -133,10 +133,11 @@ const std::vector<Condition>& conditions() {
 // "min-max" (or the one value) of a reading over every case of every run of the side.
 std::string side_range(const Side& side, const Condition& condition) {
   std::optional<double> low, high;
+  const json::json_pointer readings[] = {json::json_pointer("/measurement/clocks_before/" + std::string(condition.key)),
+                                         json::json_pointer("/measurement/clocks_after/" + std::string(condition.key))};
   for (const auto& run : side.runs)
     for (const auto& c : run.document.cases)
-      for (const char* when : {"/measurement/clocks_before/", "/measurement/clocks_after/"}) {
-        const json::json_pointer p(std::string(when) + std::string(condition.key));
+      for (const json::json_pointer& p : readings) {
         if (!c.details.contains(p) || !c.details.at(p).is_number()) continue;
         const double v = c.details.at(p).get<double>();
         low = std::min(low.value_or(v), v);

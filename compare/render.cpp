@@ -459,11 +459,14 @@ nlohmann::json summary_json(const Report& r) {
 
 }  // namespace
 
-nlohmann::json report_json(const Report& r) {
+namespace {
+
+// report_json without its comparisons (an empty array in their place), which report_json and the
+// streamed text add.
+nlohmann::json report_json_without_comparisons(const Report& r) {
   nlohmann::json comparisons = nlohmann::json::array(), not_ok = nlohmann::json::array();
   nlohmann::json added = nlohmann::json::array(), missing = nlohmann::json::array();
   nlohmann::json environment = nlohmann::json::array();
-  for (const auto& c : r.comparisons) comparisons.push_back(comparison_json(c));
   for (const auto& s : r.not_ok) not_ok.push_back(status_json(s));
   for (const auto& k : r.added) added.push_back(key_json(k));
   for (const auto& k : r.missing) missing.push_back(key_json(k));
@@ -496,11 +499,40 @@ nlohmann::json report_json(const Report& r) {
           {"algorithms", algorithms_json(r)}};
 }
 
+// report_json(r).dump(2), the same text, with each comparison dumped on its own and added to the
+// text: the report's JSON never exists whole (for 10^6 comparisons it took 2.7 GB and 21 s, its
+// text 0.75 GB).
+std::string report_json_text(const Report& r) {
+  const std::string rest = report_json_without_comparisons(r).dump(2);
+  if (r.comparisons.empty()) return rest;
+  const std::string empty = "\n  \"comparisons\": []";  // a top-level key: two spaces in, and only once
+  const std::size_t at = rest.find(empty);
+  std::string text = rest.substr(0, at) + "\n  \"comparisons\": [";
+  for (std::size_t i = 0; i < r.comparisons.size(); ++i) {
+    text += i == 0 ? "\n    " : ",\n    ";
+    for (const char c : comparison_json(r.comparisons[i]).dump(2)) {
+      text += c;
+      if (c == '\n') text += "    ";
+    }
+  }
+  text += "\n  ]";
+  text.append(rest, at + empty.size());
+  return text;
+}
+
+}  // namespace
+
+nlohmann::json report_json(const Report& r) {
+  nlohmann::json j = report_json_without_comparisons(r);
+  for (const auto& c : r.comparisons) j["comparisons"].push_back(comparison_json(c));
+  return j;
+}
+
 std::string render(const Report& report, Format format) {
   switch (format) {
     case Format::text: return render_text(report);
     case Format::markdown: return render_markdown(report);
-    case Format::json: return report_json(report).dump(2) + "\n";
+    case Format::json: return report_json_text(report) + "\n";
   }
   return render_text(report);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <utility>
 
@@ -134,16 +135,44 @@ double student_t_cdf(double t, double df) {
   return t > 0 ? 1 - tail : tail;
 }
 
+namespace {
+
+// The density of Student's t with df degrees of freedom at t.
+double student_t_density(double t, double df) {
+  const double log_norm = std::lgamma((df + 1) / 2) - std::lgamma(df / 2) - 0.5 * std::log(df * M_PI);
+  return std::exp(log_norm - (df + 1) / 2 * std::log1p(t * t / df));
+}
+
+// Newton's method on the CDF inside a bracket that every step narrows, bisecting wherever a Newton
+// step would leave it: a handful of CDF evaluations where bisection alone took forty (the
+// quantile of every comparison was a third of comparing 10^6 cases).
+double quantile_above_half(double p, double df) {
+  double low = 0, high = 1;
+  while (student_t_cdf(high, df) < p) high *= 2;
+  double t = high / 2;
+  for (int i = 0; i < 200; ++i) {
+    const double miss = student_t_cdf(t, df) - p;
+    if (miss == 0) return t;
+    (miss < 0 ? low : high) = t;
+    const double newton = t - miss / student_t_density(t, df);
+    const double next = newton > low && newton < high ? newton : (low + high) / 2;
+    if (std::abs(next - t) <= 1e-12 * next) return next;
+    t = next;
+  }
+  return t;
+}
+
+}  // namespace
+
 double student_t_quantile(double p, double df) {
   if (!(p > 0 && p < 1) || !(df > 0)) throw std::invalid_argument("student_t_quantile needs 0 < p < 1 and df > 0");
   if (p < 0.5) return -student_t_quantile(1 - p, df);
-  double low = 0, high = 1;
-  while (student_t_cdf(high, df) < p) high *= 2;
-  for (int i = 0; i < 200 && high - low > 1e-12 * high; ++i) {
-    const double middle = (low + high) / 2;
-    (student_t_cdf(middle, df) < p ? low : high) = middle;
-  }
-  return (low + high) / 2;
+  // Cases measured alike share their degrees of freedom, and runs_to_settle asks for the same few
+  // again and again: the answers are kept (a bounded table, per thread).
+  thread_local std::map<std::pair<double, double>, double> known;
+  if (const auto found = known.find({p, df}); found != known.end()) return found->second;
+  if (known.size() >= 4096) known.clear();
+  return known[{p, df}] = quantile_above_half(p, df);
 }
 
 // ---------------------------------------------------------------- between runs

@@ -46,9 +46,13 @@ JsonObject JsonObject::object(const char* key) const {
 }
 
 nlohmann::json JsonObject::object_or_empty(const char* key) const {
-  if (!has(key)) return nlohmann::json::object();
+  return has_object(key) ? (*object_)[key] : nlohmann::json::object();
+}
+
+bool JsonObject::has_object(const char* key) const {
+  if (!has(key)) return false;
   if (!(*object_)[key].is_object()) wrong(key, "an object");
-  return (*object_)[key];
+  return true;
 }
 
 const nlohmann::json& JsonObject::array(const char* key) const {

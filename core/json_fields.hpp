@@ -23,6 +23,7 @@ class JsonObject {
   double number(const char* key) const;                // a required finite number
   JsonObject object(const char* key) const;            // a required object
   nlohmann::json object_or_empty(const char* key) const;  // an object when present, {} when absent
+  bool has_object(const char* key) const;  // false when absent; UsageError when present and not an object
   const nlohmann::json& array(const char* key) const;  // a required array
 
  private:

@@ -60,28 +60,34 @@ std::string identity(const JsonObject& fields, const char* key) {
   return value;
 }
 
-}  // namespace
+// The object at `key` (UsageError naming it when it is no object), {} when absent; moved out of
+// `owned` where the caller gave its JSON up.
+nlohmann::json object_field(const JsonObject& fields, nlohmann::json* owned, const char* key) {
+  if (!fields.has_object(key)) return nlohmann::json::object();
+  return owned ? std::move((*owned)[key]) : fields.json()[key];
+}
 
-CaseResult CaseResult::from_json(const nlohmann::json& j, const std::string& where) {
+CaseResult case_from(const nlohmann::json& j, const std::string& where, nlohmann::json* owned) {
   const JsonObject fields(j, where);
   CaseResult c;
   c.suite = identity(fields, "suite");
   c.name = identity(fields, "name");
   c.backend = identity(fields, "backend");
   c.precision = identity(fields, "precision");
-  c.params = fields.object_or_empty("params");
+  c.params = object_field(fields, owned, "params");
   try {
     c.status = parse_status(fields.text("status"));
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("{}: {}", fields.path_of("status"), e.what()));
   }
   c.message = fields.text_or("message", "");
-  const nlohmann::json metrics = fields.object_or_empty("metrics");
+  static const nlohmann::json kNoMetrics = nlohmann::json::object();
+  const nlohmann::json& metrics = fields.has_object("metrics") ? j["metrics"] : kNoMetrics;
   if (metrics.contains("seconds"))
     c.seconds = Statistics::from_json(metrics["seconds"], fields.path_of("metrics") + ".seconds");
   if (c.status == CaseStatus::ok && (!c.seconds || !(c.seconds->median > 0)))
     throw UsageError(fmt::format("{}: an ok case needs a positive median time", fields.path_of("metrics")));
-  c.rates = fields.object_or_empty("rates");
+  c.rates = object_field(fields, owned, "rates");
   // Rates are amounts per second, shares and byte counts: never negative.
   for (const auto& [rate, value] : c.rates.items()) {
     if (!value.is_null() && !value.is_number())
@@ -91,9 +97,15 @@ CaseResult CaseResult::from_json(const nlohmann::json& j, const std::string& whe
       throw UsageError(fmt::format("{}.{}: must be 0 or more, or null, is {}", fields.path_of("rates"),
                                    rate, value.get<double>()));
   }
-  c.details = fields.object_or_empty("details");
+  c.details = object_field(fields, owned, "details");
   return c;
 }
+
+}  // namespace
+
+CaseResult CaseResult::from_json(const nlohmann::json& j, const std::string& where) { return case_from(j, where, nullptr); }
+
+CaseResult CaseResult::from_json(nlohmann::json&& j, const std::string& where) { return case_from(j, where, &j); }
 
 nlohmann::json Speedup::to_json() const {
   return {{"suite", suite},         {"name", name},           {"backend", backend},
@@ -288,7 +300,7 @@ class StreamedCases {
     if (!(in_cases_ && in_array_ && depth == 2 && element_done)) return true;
     if (!error_) {
       try {
-        cases_.push_back(CaseResult::from_json(parsed, fmt::format("cases[{}]", index_)));
+        cases_.push_back(CaseResult::from_json(std::move(parsed), fmt::format("cases[{}]", index_)));
       } catch (const UsageError& e) {
         error_ = e.what();
       }

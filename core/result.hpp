@@ -33,6 +33,8 @@ struct CaseResult {
   nlohmann::json to_json() const;
   // UsageError naming `where` and the field for a malformed case.
   static CaseResult from_json(const nlohmann::json& j, const std::string& where = "case");
+  // The same, taking params, rates and details out of `j` rather than copying them.
+  static CaseResult from_json(nlohmann::json&& j, const std::string& where = "case");
 };
 
 // Time of the baseline precision over the time of `precision`, same suite, case and backend.

@@ -107,6 +107,7 @@ Statistics Statistics::from_json(const nlohmann::json& j, const std::string& whe
   s.stddev = fields.number("stddev");
   if (fields.has("values")) {
     const nlohmann::json& values = fields.array("values");
+    s.values.reserve(values.size());
     for (std::size_t i = 0; i < values.size(); ++i) {
       if (!values[i].is_number() || !std::isfinite(values[i].get<double>()))
         throw UsageError(fmt::format("{}[{}]: must be a finite number", fields.path_of("values"), i));

@@ -190,5 +190,16 @@ TEST(RenderJson, CarriesTheIntervalTheRunsAndTheExitStatus) {
   EXPECT_EQ(first.at("figure"), "speedup over fp32");
 }
 
+// The JSON text is written comparison by comparison: the same text as the whole report dumped, for
+// a report with comparisons (one with a string that holds the key's text) and one without.
+TEST(RenderJson, TheStreamedTextIsTheWholeReportDumped) {
+  Report r = mixed_report();
+  r.base_sources.push_back("odd \"comparisons\": [] name.json");
+  EXPECT_EQ(render(r, Format::json), report_json(r).dump(2) + "\n");
+  EXPECT_EQ(nlohmann::json::parse(render(r, Format::json)), report_json(r));
+  r.comparisons.clear();
+  EXPECT_EQ(render(r, Format::json), report_json(r).dump(2) + "\n");
+}
+
 }  // namespace
 }  // namespace mpbench::compare

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <stdexcept>
 
 namespace mpbench::compare {
@@ -83,6 +85,31 @@ TEST(StudentT, QuantilesOfPrintedTables) {
   EXPECT_NEAR(student_t_quantile(0.975, 4), 2.776, 5e-4);
   EXPECT_NEAR(student_t_quantile(0.995, 4), 4.604, 5e-4);
   EXPECT_NEAR(student_t_quantile(0.975, 1e6), 1.960, 5e-4);  // the normal distribution's
+}
+
+// The t with student_t_cdf(t, df) = p for p > 0.5, by bisection alone: slow and plainly right.
+double bisected_quantile(double p, double df) {
+  double low = 0, high = 1;
+  while (student_t_cdf(high, df) < p) high *= 2;
+  for (int i = 0; i < 200 && high - low > 1e-13 * high; ++i) {
+    const double middle = (low + high) / 2;
+    (student_t_cdf(middle, df) < p ? low : high) = middle;
+  }
+  return (low + high) / 2;
+}
+
+// On fresh p and fractional degrees of freedom (as Welch's are): bisection's quantile, and asking
+// again (the kept answer) gives the same bits.
+TEST(StudentT, QuantilesAreBisectionsOfTheCdf) {
+  std::mt19937_64 random(std::random_device{}());
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int i = 0; i < 500; ++i) {
+    const double p = 0.5 + 0.4999 * unit(random), df = 0.5 + 200 * unit(random) * unit(random);
+    const double t = student_t_quantile(p, df);
+    EXPECT_NEAR(t, bisected_quantile(p, df), 1e-9 * std::max(1.0, t)) << "p " << p << " df " << df;
+    EXPECT_EQ(student_t_quantile(p, df), t);
+    EXPECT_EQ(student_t_quantile(1 - p, df), -t);
+  }
 }
 
 TEST(StudentT, QuantileRejectsImpossibleArguments) {
