@@ -6,8 +6,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <future>
+#include <optional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -84,6 +87,21 @@ void write_report(const std::string& out, const std::string& report, compare::Fo
   }
 }
 
+// Both sides read at once, one on another thread (reading is most of comparing large documents);
+// where both are unusable, the base's error is the one said, as when they were read in turn.
+std::pair<compare::Side, compare::Side> load_sides(const std::vector<std::filesystem::path>& base_paths,
+                                                   const std::vector<std::filesystem::path>& current_paths) {
+  auto current = std::async(std::launch::async, [&] { return compare::load_side("new", current_paths); });
+  std::optional<compare::Side> base;
+  try {
+    base = compare::load_side("base", base_paths);
+  } catch (...) {
+    current.wait();
+    throw;
+  }
+  return {std::move(*base), current.get()};
+}
+
 int run_compare(const CompareArgs& args) {
   compare::Options options;
   options.threshold = compare::parse_threshold(args.threshold);
@@ -102,7 +120,7 @@ int run_compare(const CompareArgs& args) {
     for (const auto& path : base_paths) refuse_overwriting({"--out", args.out}, {"BASE", path});
     for (const auto& path : current_paths) refuse_overwriting({"--out", args.out}, {"NEW", path});
   }
-  const auto base = compare::load_side("base", base_paths), current = compare::load_side("new", current_paths);
+  const auto [base, current] = load_sides(base_paths, current_paths);
   // The report in the requested format and as text, with its exit status.
   struct Rendered {
     std::string chosen, text;
@@ -114,7 +132,9 @@ int run_compare(const CompareArgs& args) {
       return Rendered{compare::render_peer(report, format), compare::render_peer_text(report), report.exit_code()};
     }
     const auto report = compare::compare(base, current, options);
-    return Rendered{compare::render(report, format), compare::render_text(report), report.exit_code()};
+    auto text = std::async(std::launch::async, [&report] { return compare::render_text(report); });
+    std::string chosen = compare::render(report, format);
+    return Rendered{std::move(chosen), text.get(), report.exit_code()};
   }();
   if (!to_file) {
     fmt::print("{}", rendered.chosen);

@@ -15,17 +15,9 @@ namespace mpbench::compare {
 
 namespace {
 
-// The first figure, in the order of compare/figures.hpp, that every run of both sides has.
-std::optional<Metric> tracked_metric(const std::vector<CaseInRun>& base, const std::vector<CaseInRun>& current,
-                                     const std::string& baseline) {
-  for (Metric m : {Metric::speedup, Metric::pct_of_copy, Metric::seconds})
-    if (!figures(base, m, baseline).empty() && !figures(current, m, baseline).empty()) return m;
-  return std::nullopt;
-}
-
-Comparison compare_figure(const CaseKey& key, Metric metric, const std::vector<CaseInRun>& base,
+Comparison compare_figure(const CaseKey& key, Metric metric, const std::vector<RunFigure>& b,
+                          const std::vector<RunFigure>& n, const std::vector<CaseInRun>& base,
                           const std::vector<CaseInRun>& current, const Options& options) {
-  const auto b = figures(base, metric, options.baseline), n = figures(current, metric, options.baseline);
   Comparison c;
   c.key = key;
   c.metric = metric;
@@ -34,14 +26,22 @@ Comparison compare_figure(const CaseKey& key, Metric metric, const std::vector<C
   return judge(std::move(c), b, n, options);
 }
 
+// The case judged on the first figure, in the order of compare/figures.hpp, that every run of both
+// sides has (each side's figures found once), and with --absolute on its time as well.
 void compare_case(Report& report, const CaseKey& key, const std::vector<CaseInRun>& base,
                   const std::vector<CaseInRun>& current, const Options& options) {
-  const auto metric = tracked_metric(base, current, options.baseline);
-  if (!metric) return;
-  report.comparisons.push_back(compare_figure(key, *metric, base, current, options));
-  if (options.absolute && *metric != Metric::seconds && !figures(base, Metric::seconds, "").empty() &&
-      !figures(current, Metric::seconds, "").empty())
-    report.comparisons.push_back(compare_figure(key, Metric::seconds, base, current, options));
+  for (Metric metric : {Metric::speedup, Metric::pct_of_copy, Metric::seconds}) {
+    const auto b = figures(base, metric, options.baseline);
+    if (b.empty()) continue;
+    const auto n = figures(current, metric, options.baseline);
+    if (n.empty()) continue;
+    report.comparisons.push_back(compare_figure(key, metric, b, n, base, current, options));
+    if (!options.absolute || metric == Metric::seconds) return;
+    const auto base_times = figures(base, Metric::seconds, ""), current_times = figures(current, Metric::seconds, "");
+    if (!base_times.empty() && !current_times.empty())
+      report.comparisons.push_back(compare_figure(key, Metric::seconds, base_times, current_times, base, current, options));
+    return;
+  }
 }
 
 std::string suites_text(const Side& side) {
@@ -95,6 +95,7 @@ int Report::exit_code() const {
 }
 
 std::vector<std::string> param_changes(const nlohmann::json& base, const nlohmann::json& current) {
+  if (base == current) return {};  // as nearly always: no key to list
   const auto text = [](const nlohmann::json& params, const std::string& key) -> std::string {
     if (!params.is_object() || !params.contains(key)) return "-";
     const auto& v = params[key];

@@ -97,6 +97,21 @@ TEST(CompareCommand, ExitCodesForEveryOutcome) {
   EXPECT_EQ(run_cli({fixture("gemm_base.json")}), 2) << "one side only";
 }
 
+// The sides are read at once; where both are unusable the base's error is said, whatever finishes
+// first, and a new side that fails alone is named.
+TEST(CompareCommand, BothSidesUnusableNameTheBase) {
+  for (int i = 0; i < 20; ++i) {
+    std::string error;
+    EXPECT_EQ(run_cli({fixture("malformed.json"), fixture("missing.json")}, nullptr, &error), 2);
+    EXPECT_NE(error.find("malformed.json"), std::string::npos) << error;
+    EXPECT_EQ(run_cli({fixture("missing.json"), fixture("malformed.json")}, nullptr, &error), 2);
+    EXPECT_NE(error.find("missing.json"), std::string::npos) << error;
+  }
+  std::string error;
+  EXPECT_EQ(run_cli({fixture("gemm_base.json"), fixture("malformed.json")}, nullptr, &error), 2);
+  EXPECT_NE(error.find("malformed.json"), std::string::npos) << error;
+}
+
 // gemm_base.json as scripts/torch_baseline.py would write PyTorch's counterpart of it: backend
 // torch, env.torch, every time of square_2048 bf16 scaled by `factor`.
 nlohmann::json torch_counterpart(double factor) {
