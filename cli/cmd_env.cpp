@@ -52,6 +52,8 @@ void print_text(const nlohmann::json& env) {
              env["mpbench"]["version"].get<std::string>(), env["mpbench"]["git_revision"].get<std::string>());
   fmt::print("oneDNN    {} (effective ISA {}, {} runtime)\n", value_or_missing(env["onednn"], "version"),
              value_or_missing(env["onednn"], "effective_isa"), value_or_missing(env["onednn"], "cpu_runtime"));
+  if (env["onednn"].contains("source"))
+    fmt::print("          from {} ({})\n", env["onednn"]["source"].get<std::string>(), value_or_missing(env["onednn"], "library"));
   if (env["onednn"].value("default_isa_limit", nlohmann::json()).is_string())
     fmt::print("          {}\n", env["onednn"]["default_isa_limit"].get<std::string>());
   print_capabilities(fmt::format("cpu gemms (--cpu-gemm {})", value_or_missing(env["cpu"], "gemm_path_choice")),

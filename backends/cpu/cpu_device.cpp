@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <dlfcn.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl_version.h>
 
 #include <cstdlib>
 #include <set>
@@ -49,11 +51,20 @@ dnnl::matmul::primitive_desc matmul_descriptor(const dnnl::engine& engine, const
     post.append_sum(1.0f);
     attributes.set_post_ops(post);
   }
+#if DNNL_VERSION_MAJOR >= 3
+  // oneDNN 3: no operation descriptors; the primitive descriptor takes the engine first.
+  if (!p.bias) return {engine, a, b, dst, attributes};
+#else
   if (!p.bias) return {dnnl::matmul::desc(a, b, dst), attributes, engine};
+#endif
   // One bias row, broadcast over the rows (and the batch).
   const memory::desc bias = p.batch == 1 ? memory::desc({1, p.n}, memory::data_type::f32, tag::ab)
                                          : memory::desc({1, 1, p.n}, memory::data_type::f32, tag::abc);
+#if DNNL_VERSION_MAJOR >= 3
+  return {engine, a, b, bias, dst, attributes};
+#else
   return {dnnl::matmul::desc(a, b, bias, dst), attributes, engine};
+#endif
 }
 
 std::string gemm_name(GemmPrecision precision) { return std::string(gemm_precision_info(precision).name); }
@@ -80,8 +91,12 @@ std::optional<std::string> why_not_native(GemmPrecision precision, const CpuDesc
     case GemmPrecision::fp16:
       if (!cpu.has("avx512_fp16") && !cpu.has("amx_fp16"))
         return fmt::format("{} has no fp16 matmul instructions (AVX512-FP16 or AMX-FP16)", cpu.model);
+#if DNNL_VERSION_MAJOR >= 3
+      return fmt::format("mpbench does not yet run oneDNN {}'s fp16 matmul natively (issue 33)", version);
+#else
       return fmt::format("oneDNN {} has no fp16 matmul on CPUs (oneDNN 3.2 and later run one on AVX512-FP16)",
                          version);
+#endif
     case GemmPrecision::fp8_e4m3:
       return fmt::format("{} has no fp8 matmul instructions, and oneDNN {} has no fp8 matmul on CPUs", cpu.model,
                          version);
@@ -267,13 +282,42 @@ std::vector<std::string> CpuDevice::matmul_kernels() const {
   return {kernels.begin(), kernels.end()};
 }
 
+namespace {
+
+std::string runtime_name(unsigned runtime) {
+  switch (runtime) {
+    case DNNL_RUNTIME_OMP: return "OpenMP";
+    case DNNL_RUNTIME_TBB: return "TBB";
+    case DNNL_RUNTIME_SEQ: return "sequential";
+    case DNNL_RUNTIME_THREADPOOL: return "threadpool";
+    case DNNL_RUNTIME_SYCL: return "SYCL";
+  }
+  return fmt::format("runtime#{}", runtime);
+}
+
+// The file the oneDNN library in this process was loaded from.
+std::string onednn_library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&dnnl_version), &info) == 0 || !info.dli_fname) return "";
+  return info.dli_fname;
+}
+
+}  // namespace
+
 nlohmann::json CpuDevice::environment() const {
   const dnnl_version_t* v = dnnl_version();
   const char* max_isa = std::getenv("DNNL_MAX_CPU_ISA");
+#ifdef MPBENCH_ONEDNN_SOURCE
+  const char* source = MPBENCH_ONEDNN_SOURCE;
+#else
+  const char* source = "unknown";
+#endif
   return {{"onednn",
            {{"version", onednn_version()},
             {"hash", v->hash},
-            {"cpu_runtime", v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other"},
+            {"cpu_runtime", runtime_name(v->cpu_runtime)},
+            {"source", source},
+            {"library", onednn_library_path()},
             {"effective_isa", effective_isa_name()},
             {"max_isa_env", max_isa ? max_isa : ""},
             {"default_isa_limit", isa_note_ ? nlohmann::json(*isa_note_) : nlohmann::json(nullptr)}}},

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <oneapi/dnnl/dnnl_version.h>
 #include <utility>
 
 #include "core/env.hpp"
@@ -15,16 +16,29 @@ namespace mpbench::cpu {
 namespace {
 
 const std::vector<std::pair<std::string, dnnl::cpu_isa>>& isa_table() {
+  // oneDNN 3 names three more (an effective ISA is named by them on CPUs that have them) and
+  // calls no limit isa_default.
   static const std::vector<std::pair<std::string, dnnl::cpu_isa>> kTable = {
       {"sse41", dnnl::cpu_isa::sse41},
       {"avx", dnnl::cpu_isa::avx},
       {"avx2", dnnl::cpu_isa::avx2},
       {"avx2_vnni", dnnl::cpu_isa::avx2_vnni},
+#if DNNL_VERSION_MAJOR >= 3
+      {"avx2_vnni_2", dnnl::cpu_isa::avx2_vnni_2},
+#endif
       {"avx512_core", dnnl::cpu_isa::avx512_core},
       {"avx512_core_vnni", dnnl::cpu_isa::avx512_core_vnni},
       {"avx512_core_bf16", dnnl::cpu_isa::avx512_core_bf16},
+#if DNNL_VERSION_MAJOR >= 3
+      {"avx512_core_fp16", dnnl::cpu_isa::avx512_core_fp16},
+#endif
       {"avx512_core_amx", dnnl::cpu_isa::avx512_core_amx},
+#if DNNL_VERSION_MAJOR >= 3
+      {"avx512_core_amx_fp16", dnnl::cpu_isa::avx512_core_amx_fp16},
+      {"all", dnnl::cpu_isa::isa_default},
+#else
       {"all", dnnl::cpu_isa::all},
+#endif
   };
   return kTable;
 }
@@ -72,11 +86,11 @@ bool effective_isa_covers(const std::string& name) {
 void limit_isa(const std::string& isa) {
   for (const auto& [name, value] : isa_table())
     if (name == isa) {
-      try {
-        dnnl::set_max_cpu_isa(value);
-      } catch (const dnnl::error& e) {
-        throw UsageError(fmt::format("--cpu-isa {}: oneDNN refused it ({}); give it before any CPU work", isa, e.what()));
-      }
+      // oneDNN's C++ API returns the status here rather than throwing it.
+      if (const dnnl::status status = dnnl::set_max_cpu_isa(value); status != dnnl::status::success)
+        throw UsageError(fmt::format("--cpu-isa {}: oneDNN refused it (status {}); it takes a limit only before "
+                                     "its first CPU work",
+                                     isa, static_cast<int>(status)));
       std::call_once(isa_decided, [] {});
       return;
     }

@@ -3,6 +3,8 @@
 // every input pattern, its fp8 and stochastic-rounding casts on every input class.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_version.h>
 
 #include <algorithm>
 #include <bit>
@@ -32,6 +34,17 @@ TEST(CpuBackend, DescribesTheHost) {
   EXPECT_EQ(cpu->device().name, describe_cpu().model);
   EXPECT_GT(cpu->device().l2_bytes, 0u);
   EXPECT_FALSE(cpu->environment()["onednn"]["version"].get<std::string>().empty());
+}
+
+TEST(CpuBackend, RecordsWhichOneDnnItRunsOn) {
+  const nlohmann::json onednn = cpu::make_backend()->environment()["onednn"];
+  // The version the process loaded is the one it was built against (the .deps one or the system's).
+  const dnnl_version_t* built = dnnl_version();
+  EXPECT_EQ(onednn["version"], fmt::format("{}.{}.{}", DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR, DNNL_VERSION_PATCH));
+  EXPECT_EQ(onednn["hash"], built->hash);
+  EXPECT_EQ(onednn["cpu_runtime"], "OpenMP") << "mpbench links GNU OpenMP: oneDNN must run on it too";
+  EXPECT_NE(onednn["source"], "unknown");
+  EXPECT_NE(onednn["library"].get<std::string>().find("libdnnl.so"), std::string::npos) << onednn["library"];
 }
 
 std::unique_ptr<Backend> cpu_with(cpu::GemmPathChoice choice) { return cpu::make_backend({choice}); }
@@ -135,6 +148,20 @@ TEST(CpuBackend, UnknownGemmPathChoiceIsAUsageError) {
 }
 
 TEST(CpuBackend, UnknownIsaIsAUsageError) { EXPECT_THROW(cpu::limit_isa("avx1024"), UsageError); }
+
+// oneDNN fixes its ISA at its first CPU work and refuses a limit after it, by a status: the limit
+// is refused, not silently left out (each test runs in a process of its own).
+TEST(CpuBackend, AnIsaLimitAfterCpuWorkIsRefused) {
+  const auto cpu = cpu::make_backend();
+  ASSERT_TRUE(cpu->environment().contains("onednn"));
+  std::string error;
+  try {
+    cpu::limit_isa("sse41");
+  } catch (const UsageError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("--cpu-isa sse41: oneDNN refused it"), std::string::npos) << error;
+}
 
 TEST(CpuBackend, NoHostTransfersWithoutAGpu) {
   auto cpu = cpu::make_backend();

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <oneapi/dnnl/dnnl_version.h>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -330,10 +331,17 @@ struct CpuTransformerOps::Gelus {
     try {
       const memory::desc md({static_cast<memory::dim>(n)}, memory::data_type::f32, tag::a);
       const auto algorithm = dnnl::algorithm::eltwise_gelu_tanh;
+#if DNNL_VERSION_MAJOR >= 3
+      // oneDNN 3: no operation descriptors; the engine first, the backward one given src (data) md.
+      const dnnl::eltwise_forward::primitive_desc forward(engine, dnnl::prop_kind::forward_training, algorithm, md,
+                                                          md);
+      const dnnl::eltwise_backward::primitive_desc backward(engine, algorithm, md, md, md, forward);
+#else
       const dnnl::eltwise_forward::primitive_desc forward(
           dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algorithm, md), engine);
       const dnnl::eltwise_backward::primitive_desc backward(dnnl::eltwise_backward::desc(algorithm, md, md), engine,
                                                             forward);
+#endif
       Gelu g{dnnl::eltwise_forward(forward), dnnl::eltwise_backward(backward), memory(md, engine, DNNL_MEMORY_NONE),
              memory(md, engine, DNNL_MEMORY_NONE), memory(md, engine, DNNL_MEMORY_NONE),
              memory(md, engine, DNNL_MEMORY_NONE), {}, {}};
