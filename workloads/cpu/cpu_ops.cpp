@@ -526,18 +526,17 @@ void CpuTransformerOps::layernorm_forward(Tensor<float> out, float* mean, float*
   for (int n = 0; n < N; ++n) {
     const std::size_t first = static_cast<std::size_t>(n) * C;
     const float* x = read_values(inp, first, C, 0);
+    // The reference's operations in its order (sums in sequence, the output in double, rounded
+    // once), so the same bits: fp32 steps put the output a few fp32 ulps off, which a half output
+    // turned into bf16 flips (about 5 in 10^5 values) that moved a mixed-precision loss by 1e-5;
+    // sums in another order flip a rounding now and then. Two passes over a row: little of a step.
     double sum = 0;
-#pragma omp simd reduction(+ : sum)
     for (int c = 0; c < C; ++c) sum += x[c];
     const double m = sum / C;
     double squares = 0;
-#pragma omp simd reduction(+ : squares)
     for (int c = 0; c < C; ++c) squares += (x[c] - m) * (x[c] - m);
     const double s = 1.0 / std::sqrt(squares / C + kLayerNormEps);
     float* y = output_values(out, first, C, 1, false);
-    // In double and rounded once, as the reference: fp32 steps put the result a few fp32 ulps
-    // off, which a half output turns into bf16 flips (about 5 in 10^5 values) that move a
-    // mixed-precision loss by 1e-5.
 #pragma omp simd
     for (int c = 0; c < C; ++c) y[c] = static_cast<float>((x[c] - m) * s * weight[c] + bias[c]);
     write_values(out, first, C, y);
