@@ -564,21 +564,24 @@ void CpuTransformerOps::layernorm_backward(Tensor<float> dinp, float* dweight, f
       const float* x = read_values(inp, first, C, 0);
       const float* dy = read_values(dout, first, C, 1);
       float* dx = output_values(dinp, first, C, 2, true);
-      const float m = mean[n], s = rstd[n];
+      // dx as the reference computes it (as the forward's output): the same bits, where a half
+      // gradient would turn fp32 steps into flipped values. dweight and dbias are fp32 sums over
+      // rows in another order (per thread, then added): fp32 noise apart.
+      const double m = mean[n], s = rstd[n];
       double g_mean = 0, g_xhat_mean = 0;
-#pragma omp simd reduction(+ : g_mean, g_xhat_mean)
       for (int c = 0; c < C; ++c) {
-        const float g = dy[c] * weight[c];
+        const double g = double(dy[c]) * weight[c];
         g_mean += g;
         g_xhat_mean += g * ((x[c] - m) * s);
       }
-      const float gm = static_cast<float>(g_mean / C), gxm = static_cast<float>(g_xhat_mean / C);
+      g_mean /= C;
+      g_xhat_mean /= C;
 #pragma omp simd
       for (int c = 0; c < C; ++c) {
-        const float xhat = (x[c] - m) * s;
+        const double xhat = (x[c] - m) * s;
         dbias_part[c] += dy[c];
-        dweight_part[c] += dy[c] * xhat;
-        dx[c] += s * (dy[c] * weight[c] - gm - xhat * gxm);
+        dweight_part[c] += static_cast<float>(dy[c] * xhat);
+        dx[c] = static_cast<float>(dx[c] + s * (double(dy[c]) * weight[c] - g_mean - xhat * g_xhat_mean));
       }
       write_values(dinp, first, C, dx);
     }

@@ -229,8 +229,9 @@ TEST_P(CpuOps, LayerNorm) {
   }
 }
 
-// The forward ops outside the GEMMs compute each output from fp32 inputs and round it once, to
-// fp32 or to the half storage a mode keeps activations in, as the reference does: the same bits.
+// The forward ops outside the GEMMs (and LayerNorm's backward, whose input gradient a bf16 mode
+// keeps in bf16) compute each output from fp32 inputs and round it once, to fp32 or to the half
+// storage a mode keeps activations in, as the reference does: the same bits.
 // fp32 steps where the reference rounds once are a few fp32 ulps off, and a half output turns
 // that into flipped values (LayerNorm in fp32 steps: about 5 in 10^5 bf16 outputs, enough to move
 // amp-bf16's first-step loss by 6e-5). The one exception is GELU: oneDNN's gelu_tanh has its own
@@ -269,7 +270,7 @@ TEST_P(CpuRowOps, HalfAndFp32OutputsAreTheReferencesBitForBit) {
   const int N = 301, C = 771, T = 43, V = 5;  // no multiple of a vector width; N = 7 sequences of T
   const std::size_t NC = static_cast<std::size_t>(N) * C;
   auto inp = both(random(NC, -2, 3)), other = both(random(NC)), weight = both(random(C)), bias = both(random(C));
-  auto mean = both(random(N)), rstd = both(random(N));
+  auto mean = both(random(N)), rstd = both(random(N)), dweight = both(random(C)), dbias = both(random(C));
   auto wte = both(random(V * C)), wpe = both(random(T * C));
   auto tokens = both(random_tokens(N, V));
   const Vec gelu_inp = random(NC, -6, 6);
@@ -281,6 +282,12 @@ TEST_P(CpuRowOps, HalfAndFp32OutputsAreTheReferencesBitForBit) {
     });
     EXPECT_EQ(mean.cpu.download(), mean.ref.download()) << "layernorm mean";
     EXPECT_EQ(rstd.cpu.download(), rstd.ref.download()) << "layernorm rstd";
+    // The backward adds into its input gradient: here into inp + other, in the same storage.
+    expect_same_bits("layernorm backward", storage, NC, [&](TransformerOps<float>& ops, Tensor<float> dinp) {
+      ops.residual_forward(dinp, on(ops, inp), on(ops, other), NC);
+      ops.layernorm_backward(dinp, on(ops, dweight), on(ops, dbias), on(ops, other), on(ops, inp), on(ops, weight),
+                             on(ops, mean), on(ops, rstd), N, C);
+    });
     expect_same_bits("encoder", storage, NC, [&](TransformerOps<float>& ops, Tensor<float> out) {
       const std::int32_t* ids = &ops == &cpu_ ? tokens.cpu.data() : tokens.ref.data();
       ops.encoder_forward(out, ids, on(ops, wte), on(ops, wpe), N / T, T, C);
