@@ -117,6 +117,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->group(training);
   cmd->add_option("--lr", t.max_lr, "peak learning rate after the warm-up (cosine decay to a tenth of it)")
       ->check(kPositive)->capture_default_str()->group(training);
+  cmd->add_option("--loss-scale", t.loss_scale,
+                  "amp-fp16's initial loss scale (dynamic loss scaling halves it on each overflow, as GradScaler's "
+                  "init_scale)")
+      ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--seed", t.seed, "seed of the weights and of the synthetic data (0 to 2^64-1)")
       ->check(kUint64)
       ->capture_default_str()

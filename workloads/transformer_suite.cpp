@@ -631,6 +631,11 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
   if (!(options.max_lr > 0) || !std::isfinite(options.max_lr))
     throw UsageError(fmt::format("--lr must be a positive number, got {}", options.max_lr));
   plan.train.max_lr = options.max_lr;
+  // Scaled gradients are computed in fp32 before the fp16 GEMMs read them: past 2^64 the scaled
+  // loss gradient itself would not be a number an fp32 step can take.
+  if (!(options.loss_scale > 0) || !(options.loss_scale <= 0x1p64f))
+    throw UsageError(fmt::format("--loss-scale must be positive and at most 2^64, got {}", options.loss_scale));
+  plan.train.scaler.init_scale = options.loss_scale;
   plan.train.min_lr = options.max_lr / 10;
   plan.timing_warmup = options.warmup_steps >= 0 ? options.warmup_steps : std::max(1, plan.train.steps / 5);
   if (options.batch < 0 || options.seq_len < 0 || options.steps < 0 || options.micro_batches < 1) {
@@ -725,6 +730,7 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
                                                 : nlohmann::json{{"kind", "file"}, {"path", plan.data_file}}},
                 {"tensor_cores", tensor_core_policy_name(plan.tensor_cores)}};
     if (!plan.checkpoint_in.empty()) c.params["checkpoint_in"] = plan.checkpoint_in;
+    if (amp::policy(mode).loss_scaling == amp::LossScaling::dynamic) c.params["loss_scale_init"] = plan.train.scaler.init_scale;
     if (!plan.quick_note.empty()) c.details["quick"] = plan.quick_note;
     // Data parallelism: tokens_per_step and the rates are one rank's (per GPU); the job's are
     // world_size times as many.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "amp/loss_scaler_math.hpp"
 #include "amp/policy.hpp"
 #include "core/backend.hpp"
 #include "core/result.hpp"
@@ -43,6 +44,7 @@ struct TransformerSuiteOptions {
   std::string checkpoint_out;    // write each mode's final weights into checkpoint_out/<mode>/
   std::uint64_t seed = 1;
   float max_lr = 6e-4f;          // peak learning rate (GPT-2's); the cosine decays to a tenth of it
+  float loss_scale = amp::ScalerConfig{}.init_scale;  // initial dynamic loss scale (GradScaler's init_scale)
   bool quick = false;
   double max_noise = 0.005;      // the run's noise target (SamplerConfig::max_noise): see TransformerPlan
   bool profile = false;          // profile a few extra steps per mode (details.profile, breakdown)

@@ -182,6 +182,44 @@ TEST_F(CollectiveUnderMpirun, TwoRanksTrainAsOneRankWithTwoMicroBatches) {
   }
 }
 
+// The same with amp-fp16 overflowing: at an initial loss scale of 2^24 the tiny model's fp16
+// gradients overflow in the first steps, the step is skipped and the scale halved, until it fits.
+// Every rank must see the same overflows (the found-inf flag of the reduced gradients), so both
+// jobs skip the same steps, keep the same scales and end with the same weights (to the same 1% of
+// a step's learning rate per step as above).
+TEST_F(CollectiveUnderMpirun, TwoRanksSkipTheOverflowingStepsOneRankSkips) {
+  const int steps = 12;
+  const std::vector<std::string> training = {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny",
+                                             "--precision", "amp-fp16", "--steps", std::to_string(steps), "--batch",
+                                             "2", "--seq", "16", "--loss-scale", "16777216"};
+  std::vector<std::string> one = training, two = training;
+  one.insert(one.end(), {"--micro-batches", "2", "--checkpoint-out", (folder_ / "one").string(), "--out",
+                         (folder_ / "one.json").string()});
+  two.insert(two.end(), {"--micro-batches", "1", "--checkpoint-out", (folder_ / "two").string(), "--out",
+                         (folder_ / "two.json").string()});
+  const Invocation single = run_mpbench(one, folder_);
+  ASSERT_EQ(single.status, 0) << single.err;
+  const Invocation pair = mpirun("-np 2 " + rank_command(two));
+  ASSERT_EQ(pair.status, 0) << pair.err;
+  const nlohmann::json a = nlohmann::json::parse(read_all(folder_ / "one.json"));
+  const nlohmann::json b = nlohmann::json::parse(read_all(folder_ / "two.json"));
+  const auto &x = a["cases"][0], &y = b["cases"][0];
+  ASSERT_EQ(x["status"], "ok") << x.value("message", "");
+  ASSERT_EQ(y["status"], "ok") << y.value("message", "");
+  EXPECT_EQ(x["params"]["loss_scale_init"], 16777216.0);
+  const std::size_t skipped = x["details"]["skipped_steps"].size();  // the steps skipped, by number
+  EXPECT_GE(skipped, 1) << "no step overflowed: the test would prove nothing";
+  EXPECT_LT(skipped, std::size_t{steps}) << "every step overflowed: no update to compare";
+  EXPECT_EQ(y["details"]["skipped_steps"], x["details"]["skipped_steps"]);
+  EXPECT_EQ(y["details"]["loss_scale"], x["details"]["loss_scale"]);
+  const auto w1 = workloads::read_checkpoint(folder_ / "one" / "amp-fp16").params;
+  const auto w2 = workloads::read_checkpoint(folder_ / "two" / "amp-fp16").params;
+  ASSERT_EQ(w1.size(), w2.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < w1.size(); ++i) worst = std::max(worst, double(std::abs(w1[i] - w2[i])));
+  EXPECT_LE(worst, steps * 0.01 * 6e-4);
+}
+
 TEST_F(CollectiveUnderMpirun, GradientsTravelInBf16WhenAsked) {
   const auto out = folder_ / "bf16.json";
   const Invocation r = mpirun("-np 2 " + rank_command({"run", "--suite", "transformer", "--device", "cpu", "--config",

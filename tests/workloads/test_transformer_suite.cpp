@@ -2,6 +2,8 @@
 // the cases a run produces.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <functional>
 
 #include "core/error.hpp"
@@ -95,6 +97,14 @@ TEST(TransformerPlan, BadInputIsAUsageError) {
   o = tiny(10);
   o.max_lr = 0;
   EXPECT_THROW(plan_transformer_run(o, device), UsageError);
+  for (float scale : {0.0f, -1.0f, INFINITY, NAN, 0x1p65f}) {
+    o = tiny(10);
+    o.loss_scale = scale;
+    EXPECT_THROW(plan_transformer_run(o, device), UsageError) << scale;
+  }
+  o = tiny(10);
+  o.loss_scale = 0x1p24f;
+  EXPECT_EQ(plan_transformer_run(o, device).train.scaler.init_scale, 0x1p24f);
   o = tiny(10);
   o.data_file = "/nonexistent/tokens.bin";
   EXPECT_THROW(plan_transformer_run(o, device), UsageError);
