@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>

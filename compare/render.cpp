@@ -457,10 +457,6 @@ nlohmann::json summary_json(const Report& r) {
           {"cut_short", r.cut_short()},               {"interrupted_sides", r.interrupted_sides}};
 }
 
-}  // namespace
-
-namespace {
-
 // report_json without its comparisons (an empty array in their place), which report_json and the
 // streamed text add.
 nlohmann::json report_json_without_comparisons(const Report& r) {
