@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 #include "run_mpbench.hpp"
 #include "workloads/checkpoint.hpp"
@@ -53,6 +54,21 @@ class CollectiveUnderMpirun : public ::testing::Test {
     const Invocation r = mpirun("-np 2 " + shell_quote(wrapper.string()) + " " + rank_command(args));
     EXPECT_NE(r.status, 0) << r.err;
     EXPECT_NE(r.status, 124) << "the rank left waited for the killed one: " << r.err;
+  }
+  // `training` once on one rank with 2 micro-batches and once on 2 ranks with 1 each, with their
+  // checkpoints in folder_/one and folder_/two: the two documents.
+  std::pair<nlohmann::json, nlohmann::json> one_rank_and_two(const std::vector<std::string>& training) const {
+    std::vector<std::string> one = training, two = training;
+    one.insert(one.end(), {"--micro-batches", "2", "--checkpoint-out", (folder_ / "one").string(), "--out",
+                           (folder_ / "one.json").string()});
+    two.insert(two.end(), {"--micro-batches", "1", "--checkpoint-out", (folder_ / "two").string(), "--out",
+                           (folder_ / "two.json").string()});
+    const Invocation single = run_mpbench(one, folder_);
+    EXPECT_EQ(single.status, 0) << single.err;
+    const Invocation pair = mpirun("-np 2 " + rank_command(two));
+    EXPECT_EQ(pair.status, 0) << pair.err;
+    if (single.status != 0 || pair.status != 0) return {};
+    return {nlohmann::json::parse(read_all(folder_ / "one.json")), nlohmann::json::parse(read_all(folder_ / "two.json"))};
   }
   std::filesystem::path folder_;
 };
@@ -133,17 +149,8 @@ TEST_F(CollectiveUnderMpirun, TwoRanksTrainAsOneRankWithTwoMicroBatches) {
   const std::vector<std::string> training = {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny",
                                              "--precision", "fp32,amp-fp16", "--steps", "4", "--batch", "2",
                                              "--seq", "16"};
-  std::vector<std::string> one = training, two = training;
-  one.insert(one.end(), {"--micro-batches", "2", "--checkpoint-out", (folder_ / "one").string(), "--out",
-                         (folder_ / "one.json").string()});
-  two.insert(two.end(), {"--micro-batches", "1", "--checkpoint-out", (folder_ / "two").string(), "--out",
-                         (folder_ / "two.json").string()});
-  const Invocation single = run_mpbench(one, folder_);
-  ASSERT_EQ(single.status, 0) << single.err;
-  const Invocation pair = mpirun("-np 2 " + rank_command(two));
-  ASSERT_EQ(pair.status, 0) << pair.err;
-  const nlohmann::json a = nlohmann::json::parse(read_all(folder_ / "one.json"));
-  const nlohmann::json b = nlohmann::json::parse(read_all(folder_ / "two.json"));
+  const auto [a, b] = one_rank_and_two(training);
+  if (HasFailure()) return;
   ASSERT_EQ(a["cases"].size(), 2u);
   ASSERT_EQ(b["cases"].size(), 2u);
   for (std::size_t m = 0; m < 2; ++m) {
@@ -192,17 +199,8 @@ TEST_F(CollectiveUnderMpirun, TwoRanksSkipTheOverflowingStepsOneRankSkips) {
   const std::vector<std::string> training = {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny",
                                              "--precision", "amp-fp16", "--steps", std::to_string(steps), "--batch",
                                              "2", "--seq", "16", "--loss-scale", "16777216"};
-  std::vector<std::string> one = training, two = training;
-  one.insert(one.end(), {"--micro-batches", "2", "--checkpoint-out", (folder_ / "one").string(), "--out",
-                         (folder_ / "one.json").string()});
-  two.insert(two.end(), {"--micro-batches", "1", "--checkpoint-out", (folder_ / "two").string(), "--out",
-                         (folder_ / "two.json").string()});
-  const Invocation single = run_mpbench(one, folder_);
-  ASSERT_EQ(single.status, 0) << single.err;
-  const Invocation pair = mpirun("-np 2 " + rank_command(two));
-  ASSERT_EQ(pair.status, 0) << pair.err;
-  const nlohmann::json a = nlohmann::json::parse(read_all(folder_ / "one.json"));
-  const nlohmann::json b = nlohmann::json::parse(read_all(folder_ / "two.json"));
+  const auto [a, b] = one_rank_and_two(training);
+  if (HasFailure()) return;
   const auto &x = a["cases"][0], &y = b["cases"][0];
   ASSERT_EQ(x["status"], "ok") << x.value("message", "");
   ASSERT_EQ(y["status"], "ok") << y.value("message", "");
