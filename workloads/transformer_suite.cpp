@@ -631,8 +631,8 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
   if (!(options.max_lr > 0) || !std::isfinite(options.max_lr))
     throw UsageError(fmt::format("--lr must be a positive number, got {}", options.max_lr));
   plan.train.max_lr = options.max_lr;
-  // Scaled gradients are computed in fp32 before the fp16 GEMMs read them: past 2^64 the scaled
-  // loss gradient itself would not be a number an fp32 step can take.
+  // A bound far past any scale fp16 gradients survive (apex caps at 2^24) and far inside fp32's
+  // range (2^128), where the scaled loss gradient is computed: a finite scale, not a typo.
   if (!(options.loss_scale > 0) || !(options.loss_scale <= 0x1p64f))
     throw UsageError(fmt::format("--loss-scale must be positive and at most 2^64, got {}", options.loss_scale));
   plan.train.scaler.init_scale = options.loss_scale;
