@@ -1,8 +1,9 @@
 #include "compare/algorithms.hpp"
 
 #include <algorithm>
-#include <map>
 #include <string_view>
+
+#include "compare/figures.hpp"
 
 namespace mpbench::compare {
 
@@ -14,15 +15,6 @@ bool is_library(const std::string& field) {
   static constexpr std::string_view kLibraries[] = {"NVIDIA driver", "CUDA driver", "CUDA runtime", "cuBLAS",
                                                     "cuBLASLt",      "cuDNN",       "oneDNN"};
   return std::find(std::begin(kLibraries), std::end(kLibraries), field) != std::end(kLibraries);
-}
-
-// The first ok case of each identity over the side's runs.
-std::map<CaseKey, const CaseResult*> first_ok(const Side& side) {
-  std::map<CaseKey, const CaseResult*> out;
-  for (const auto& run : side.runs)
-    for (const auto& c : run.document.cases)
-      if (c.status == CaseStatus::ok) out.emplace(key_of(c), &c);
-  return out;
 }
 
 }  // namespace
@@ -40,12 +32,12 @@ bool CaseAlgorithms::changed() const {
 
 std::vector<CaseAlgorithms> compare_algorithms(const Side& base, const Side& current) {
   std::vector<CaseAlgorithms> out;
-  const auto current_cases = first_ok(current);
-  for (const auto& [key, b] : first_ok(base)) {
-    const auto found = current_cases.find(key);
-    if (found == current_cases.end()) continue;
-    auto gemms = gemm_choice_changes(*b, *found->second);
-    if (!gemms.empty()) out.push_back({key, std::move(gemms)});
+  const CaseIndex base_cases(base), current_cases(current);
+  for (const CaseResult* b : base_cases.ok()) {
+    const CaseResult* found = current_cases.find_ok(view_of(*b));
+    if (!found) continue;
+    auto gemms = gemm_choice_changes(*b, *found);
+    if (!gemms.empty()) out.push_back({key_of(*b), std::move(gemms)});
   }
   return out;
 }

@@ -21,13 +21,31 @@ std::string_view metric_name(Metric m) {
 bool higher_is_better(Metric m) { return m != Metric::seconds; }
 
 CaseIndex::CaseIndex(const ResultDocument& doc) {
-  for (const auto& c : doc.cases)
-    if (c.status == CaseStatus::ok) ok_.emplace(key_of(c), &c);
+  add_ok_cases(doc);
+  sort_keeping_the_first();
 }
 
-const CaseResult* CaseIndex::find_ok(const CaseKey& key) const {
-  const auto found = ok_.find(key);
-  return found == ok_.end() ? nullptr : found->second;
+CaseIndex::CaseIndex(const Side& side) {
+  for (const auto& run : side.runs) add_ok_cases(run.document);
+  sort_keeping_the_first();
+}
+
+void CaseIndex::add_ok_cases(const ResultDocument& doc) {
+  for (const auto& c : doc.cases)
+    if (c.status == CaseStatus::ok) ok_.push_back(&c);
+}
+
+void CaseIndex::sort_keeping_the_first() {
+  const auto before = [](const CaseResult* a, const CaseResult* b) { return view_of(*a) < view_of(*b); };
+  std::stable_sort(ok_.begin(), ok_.end(), before);
+  const auto same = [](const CaseResult* a, const CaseResult* b) { return view_of(*a) == view_of(*b); };
+  ok_.erase(std::unique(ok_.begin(), ok_.end(), same), ok_.end());
+}
+
+const CaseResult* CaseIndex::find_ok(const CaseKeyView& key) const {
+  const auto found = std::lower_bound(ok_.begin(), ok_.end(), key,
+                                      [](const CaseResult* c, const CaseKeyView& wanted) { return view_of(*c) < wanted; });
+  return found != ok_.end() && view_of(**found) == key ? *found : nullptr;
 }
 
 std::vector<CaseIndex> indexes_of(const Side& side) {
@@ -37,7 +55,7 @@ std::vector<CaseIndex> indexes_of(const Side& side) {
   return indexes;
 }
 
-std::vector<RunFigure> figures(const std::vector<CaseInRun>& runs, Metric metric, const std::string& baseline) {
+std::vector<RunFigure> figures(CaseRuns runs, Metric metric, const std::string& baseline) {
   std::vector<RunFigure> out;
   for (const auto& run : runs) {
     auto f = run_figure(*run.run, *run.result, metric, baseline);
@@ -47,7 +65,7 @@ std::vector<RunFigure> figures(const std::vector<CaseInRun>& runs, Metric metric
   return out;
 }
 
-const CaseResult& worst(const std::vector<CaseInRun>& runs) {
+const CaseResult& worst(CaseRuns runs) {
   const auto severity = [](CaseStatus s) { return s == CaseStatus::error ? 2 : s == CaseStatus::skipped ? 1 : 0; };
   return *std::max_element(runs.begin(), runs.end(), [&](const CaseInRun& a, const CaseInRun& b) {
             return severity(a.result->status) < severity(b.result->status);

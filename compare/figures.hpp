@@ -13,10 +13,11 @@
 // processes only ever add time and the fastest sample moves far less between runs than the median
 // (the minimum as the robust estimator, as Conbench's best-of-repetitions); repeated runs are what
 // make it trustworthy.
-#include <map>
-#include <utility>
+#include <algorithm>
 #include <optional>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "compare/sides.hpp"
@@ -40,17 +41,24 @@ struct RunFigure {
   std::optional<MeanLogNoise> noise;
 };
 
-// The ok cases of one run by identity, built once per document: a case's baseline precision and
-// its copy are then looked up, not searched for among every case (which made compare quadratic
-// in the cases: 145 s for 100,000).
+// The ok cases of one run (or of every run of a side) by identity, built once per document: a
+// case's baseline precision and its copy are then looked up, not searched for among every case
+// (which made compare quadratic in the cases: 145 s for 100,000). A sorted array of pointers:
+// eight bytes a case.
 class CaseIndex {
  public:
   explicit CaseIndex(const ResultDocument& doc);
+  // The first ok case of each identity over the side's runs, in run order.
+  explicit CaseIndex(const Side& side);
   // The first ok case of that identity, or null.
-  const CaseResult* find_ok(const CaseKey& key) const;
+  const CaseResult* find_ok(const CaseKeyView& key) const;
+  // Every case indexed, in key order.
+  const std::vector<const CaseResult*>& ok() const { return ok_; }
 
  private:
-  std::map<CaseKey, const CaseResult*> ok_;
+  void add_ok_cases(const ResultDocument& doc);
+  void sort_keeping_the_first();
+  std::vector<const CaseResult*> ok_;
 };
 
 // Each run's index, built once per side: every figure looks its partners up in it.
@@ -61,25 +69,59 @@ struct CaseInRun {
   const CaseIndex* run;
   const CaseResult* result;
 };
+using CaseRuns = std::span<const CaseInRun>;
 
-// Each case's runs on the side (`indexes` from indexes_of), grouped by `key_of(case)`, in run order;
-// a run holding a case twice counts once.
+// Each case's runs on the side (`indexes` from indexes_of), grouped by `key_of(case)` (a key of
+// views into the cases, such as view_of), in key order and within a key in run order; a run
+// holding a case twice counts once. Flat arrays, 32 bytes a case: a map of owned keys to vectors
+// took 250 bytes a case, a quarter of a GB for a million.
 template <typename KeyOf>
-auto runs_by(const Side& side, const std::vector<CaseIndex>& indexes, KeyOf key_of) {
-  std::map<decltype(key_of(std::declval<const CaseResult&>())), std::vector<CaseInRun>> out;
-  for (std::size_t i = 0; i < side.runs.size(); ++i)
-    for (const auto& c : side.runs[i].document.cases) {
-      auto& runs = out[key_of(c)];
-      if (runs.empty() || runs.back().run != &indexes[i]) runs.push_back({&indexes[i], &c});
+class RunsByKey {
+ public:
+  using Key = std::invoke_result_t<KeyOf, const CaseResult&>;
+
+  RunsByKey(const Side& side, const std::vector<CaseIndex>& indexes, KeyOf key_of) : key_of_(key_of) {
+    std::size_t count = 0;
+    for (const auto& run : side.runs) count += run.document.cases.size();
+    cases_.reserve(count);
+    for (std::size_t i = 0; i < side.runs.size(); ++i)
+      for (const auto& c : side.runs[i].document.cases) cases_.push_back({&indexes[i], &c});
+    const auto before = [this](const CaseInRun& a, const CaseInRun& b) { return case_key(a) < case_key(b); };
+    std::stable_sort(cases_.begin(), cases_.end(), before);
+    const auto repeated = [this](const CaseInRun& a, const CaseInRun& b) {
+      return a.run == b.run && case_key(a) == case_key(b);
+    };
+    cases_.erase(std::unique(cases_.begin(), cases_.end(), repeated), cases_.end());
+    for (std::size_t begin = 0, end = 0; begin < cases_.size(); begin = end) {
+      while (end < cases_.size() && case_key(cases_[end]) == case_key(cases_[begin])) ++end;
+      groups_.push_back(CaseRuns(cases_).subspan(begin, end - begin));
     }
-  return out;
-}
+  }
+  RunsByKey(const RunsByKey&) = delete;  // groups_ views cases_
+  RunsByKey& operator=(const RunsByKey&) = delete;
+
+  // Each key's runs, in key order.
+  const std::vector<CaseRuns>& groups() const { return groups_; }
+  Key key(CaseRuns group) const { return case_key(group.front()); }
+  // The runs of `k`, empty where the side has none.
+  CaseRuns find(const Key& k) const {
+    const auto found = std::lower_bound(groups_.begin(), groups_.end(), k,
+                                        [this](CaseRuns group, const Key& wanted) { return key(group) < wanted; });
+    return found != groups_.end() && key(*found) == k ? *found : CaseRuns();
+  }
+
+ private:
+  Key case_key(const CaseInRun& c) const { return key_of_(*c.result); }
+  KeyOf key_of_;
+  std::vector<CaseInRun> cases_;
+  std::vector<CaseRuns> groups_;
+};
 
 // The run of the worst status (error, then skipped, then ok), with its message.
-const CaseResult& worst(const std::vector<CaseInRun>& runs);
+const CaseResult& worst(CaseRuns runs);
 
 // The case's figure `metric` in every run, or empty when a run lacks it.
-std::vector<RunFigure> figures(const std::vector<CaseInRun>& runs, Metric metric, const std::string& baseline);
+std::vector<RunFigure> figures(CaseRuns runs, Metric metric, const std::string& baseline);
 
 // The figure `metric` of the ok case `c` of the run `index` was built from; empty where the run
 // has none (no case of the baseline precision, no copy to be a share of, the case is that copy

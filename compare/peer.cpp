@@ -46,12 +46,14 @@ std::string PeerReport::why_nothing_compared() const {
 
 namespace {
 
-using Pairs = std::map<PairKey, std::vector<CaseInRun>>;
+PairKeyView pair_key(const CaseResult& c) { return {c.suite, c.name, c.precision}; }
 
-PairKey pair_key(const CaseResult& c) { return {c.suite, c.name, c.precision}; }
+PairKey to_key(const PairKeyView& v) { return {std::string(v.suite), std::string(v.name), std::string(v.precision)}; }
+
+using Pairs = RunsByKey<decltype(&pair_key)>;
 
 // The geometric mean of the side's speedups over the baseline, where every run has one.
-std::optional<double> own_speedup(const std::vector<CaseInRun>& runs, const std::string& baseline) {
+std::optional<double> own_speedup(CaseRuns runs, const std::string& baseline) {
   const auto speedups = figures(runs, Metric::speedup, baseline);
   if (speedups.empty()) return std::nullopt;
   double log_sum = 0;
@@ -70,8 +72,8 @@ PeerVerdict peer_verdict(Verdict v) {
   return PeerVerdict::on_par;
 }
 
-std::optional<PeerComparison> compare_pair(const PairKey& key, const std::vector<CaseInRun>& mpbench,
-                                           const std::vector<CaseInRun>& torch, const Options& options) {
+std::optional<PeerComparison> compare_pair(const PairKey& key, CaseRuns mpbench, CaseRuns torch,
+                                           const Options& options) {
   const auto m = figures(mpbench, Metric::seconds, ""), t = figures(torch, Metric::seconds, "");
   if (m.empty() || t.empty()) return std::nullopt;
   Comparison timing;
@@ -127,21 +129,22 @@ PeerSide torch_side(const Side& side) {
 }
 
 void pair_cases(PeerReport& report, const Pairs& mpbench, const Pairs& torch, const Options& options) {
-  for (const auto& [key, m] : mpbench) {
-    const auto found = torch.find(key);
-    if (found == torch.end()) {
-      report.only_mpbench.push_back(key);
+  for (const CaseRuns m : mpbench.groups()) {
+    const PairKeyView key = mpbench.key(m);
+    const CaseRuns t = torch.find(key);
+    if (t.empty()) {
+      report.only_mpbench.push_back(to_key(key));
       continue;
     }
-    const CaseResult &worst_m = worst(m), &worst_t = worst(found->second);
+    const CaseResult &worst_m = worst(m), &worst_t = worst(t);
     if (worst_m.status != CaseStatus::ok || worst_t.status != CaseStatus::ok) {
-      report.not_ok.push_back({key, worst_m.status, worst_t.status, worst_m.message, worst_t.message});
+      report.not_ok.push_back({to_key(key), worst_m.status, worst_t.status, worst_m.message, worst_t.message});
       continue;
     }
-    if (auto c = compare_pair(key, m, found->second, options)) report.comparisons.push_back(std::move(*c));
+    if (auto c = compare_pair(to_key(key), m, t, options)) report.comparisons.push_back(std::move(*c));
   }
-  for (const auto& [key, t] : torch)
-    if (!mpbench.contains(key)) report.only_torch.push_back(key);
+  for (const CaseRuns t : torch.groups())
+    if (mpbench.find(torch.key(t)).empty()) report.only_torch.push_back(to_key(torch.key(t)));
 }
 
 }  // namespace
@@ -154,7 +157,7 @@ PeerReport compare_peers(const Side& a, const Side& b, const Options& options) {
   require_runs(torch, options.min_runs);
   PeerReport report{mpbench_side(mpbench), torch_side(torch), options, {}, {}, {}, {}};
   const auto mpbench_indexes = indexes_of(mpbench), torch_indexes = indexes_of(torch);
-  pair_cases(report, runs_by(mpbench, mpbench_indexes, pair_key), runs_by(torch, torch_indexes, pair_key), options);
+  pair_cases(report, Pairs(mpbench, mpbench_indexes, pair_key), Pairs(torch, torch_indexes, pair_key), options);
   return report;
 }
 

@@ -34,6 +34,11 @@ struct PairKey {
   auto operator<=>(const PairKey&) const = default;
   std::string label() const;  // suite/name/precision
 };
+// The same as views of a case's strings, to pair a million cases.
+struct PairKeyView {
+  std::string_view suite, name, precision;
+  auto operator<=>(const PairKeyView&) const = default;
+};
 
 enum class PeerVerdict { mpbench_faster, torch_faster, on_par, noisy };
 std::string_view peer_verdict_name(PeerVerdict v);  // "mpbench faster", "PyTorch faster", "on par", "noisy"

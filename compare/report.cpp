@@ -16,8 +16,7 @@ namespace mpbench::compare {
 namespace {
 
 Comparison compare_figure(const CaseKey& key, Metric metric, const std::vector<RunFigure>& b,
-                          const std::vector<RunFigure>& n, const std::vector<CaseInRun>& base,
-                          const std::vector<CaseInRun>& current, const Options& options) {
+                          const std::vector<RunFigure>& n, CaseRuns base, CaseRuns current, const Options& options) {
   Comparison c;
   c.key = key;
   c.metric = metric;
@@ -28,8 +27,7 @@ Comparison compare_figure(const CaseKey& key, Metric metric, const std::vector<R
 
 // The case judged on the first figure, in the order of compare/figures.hpp, that every run of both
 // sides has (each side's figures found once), and with --absolute on its time as well.
-void compare_case(Report& report, const CaseKey& key, const std::vector<CaseInRun>& base,
-                  const std::vector<CaseInRun>& current, const Options& options) {
+void compare_case(Report& report, const CaseKey& key, CaseRuns base, CaseRuns current, const Options& options) {
   for (Metric metric : {Metric::speedup, Metric::pct_of_copy, Metric::seconds}) {
     const auto b = figures(base, metric, options.baseline);
     if (b.empty()) continue;
@@ -145,27 +143,27 @@ Report compare(const Side& base, const Side& current, const Options& options) {
   if (current_interrupted) report.interrupted_sides.push_back(current.name);
 
   const auto base_indexes = indexes_of(base), current_indexes = indexes_of(current);
-  const auto base_runs = runs_by(base, base_indexes, key_of), current_runs = runs_by(current, current_indexes, key_of);
-  for (const auto& [key, b] : base_runs) {
-    const auto found = current_runs.find(key);
-    if (found == current_runs.end()) {
-      report.missing.push_back(key);
+  const RunsByKey base_runs(base, base_indexes, view_of), current_runs(current, current_indexes, view_of);
+  for (const CaseRuns b : base_runs.groups()) {
+    const CaseKeyView key = base_runs.key(b);
+    const CaseRuns n = current_runs.find(key);
+    if (n.empty()) {
+      report.missing.push_back(to_key(key));
       continue;
     }
     ++report.common_cases;
-    const auto& n = found->second;
     const CaseResult &worst_base = worst(b), &worst_current = worst(n);
     if (worst_base.status != CaseStatus::ok || worst_current.status != CaseStatus::ok) {
-      report.not_ok.push_back({key, worst_base.status, worst_current.status,
+      report.not_ok.push_back({to_key(key), worst_base.status, worst_current.status,
                                worst_current.message.empty() ? worst_base.message : worst_current.message,
                                cut_short_on(base_interrupted, worst_base) ||
                                    cut_short_on(current_interrupted, worst_current)});
       continue;
     }
-    compare_case(report, key, b, n, options);
+    compare_case(report, to_key(key), b, n, options);
   }
-  for (const auto& [key, runs] : current_runs)
-    if (!base_runs.contains(key)) report.added.push_back(key);
+  for (const CaseRuns n : current_runs.groups())
+    if (base_runs.find(current_runs.key(n)).empty()) report.added.push_back(to_key(current_runs.key(n)));
 
   if (report.common_cases == 0)
     throw UsageError(fmt::format("no case in common: base ({}) has {}, new ({}) has {}; compare runs of the same "

@@ -15,6 +15,12 @@ std::string CaseKey::label() const { return fmt::format("{}/{}/{}/{}", suite, na
 
 CaseKey key_of(const CaseResult& c) { return {c.suite, c.name, c.backend, c.precision}; }
 
+CaseKeyView view_of(const CaseResult& c) { return {c.suite, c.name, c.backend, c.precision}; }
+
+CaseKey to_key(const CaseKeyView& v) {
+  return {std::string(v.suite), std::string(v.name), std::string(v.backend), std::string(v.precision)};
+}
+
 namespace {
 
 std::string string_at(const nlohmann::json& j, const std::string& pointer) {

@@ -20,6 +20,15 @@ struct CaseKey {
 };
 CaseKey key_of(const CaseResult& c);
 
+// A case's identity as views of its strings, for indexes over a million cases (a CaseKey is four
+// strings of its own). Ordered as CaseKey is.
+struct CaseKeyView {
+  std::string_view suite, name, backend, precision;
+  auto operator<=>(const CaseKeyView&) const = default;
+};
+CaseKeyView view_of(const CaseResult& c);
+CaseKey to_key(const CaseKeyView& view);
+
 struct Run {
   std::string source;  // the file it came from, for messages
   ResultDocument document;
