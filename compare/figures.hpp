@@ -68,6 +68,7 @@ std::vector<CaseIndex> indexes_of(const Side& side);
 struct CaseInRun {
   const CaseIndex* run;
   const CaseResult* result;
+  std::string_view params;  // the case's params as JSON text (Run::params)
 };
 using CaseRuns = std::span<const CaseInRun>;
 
@@ -84,8 +85,11 @@ class RunsByKey {
     std::size_t count = 0;
     for (const auto& run : side.runs) count += run.document.cases.size();
     cases_.reserve(count);
-    for (std::size_t i = 0; i < side.runs.size(); ++i)
-      for (const auto& c : side.runs[i].document.cases) cases_.push_back({&indexes[i], &c});
+    for (std::size_t i = 0; i < side.runs.size(); ++i) {
+      const Run& run = side.runs[i];
+      for (std::size_t j = 0; j < run.document.cases.size(); ++j)
+        cases_.push_back({&indexes[i], &run.document.cases[j], run.params.at(j)});
+    }
     const auto before = [this](const CaseInRun& a, const CaseInRun& b) { return case_key(a) < case_key(b); };
     std::stable_sort(cases_.begin(), cases_.end(), before);
     const auto repeated = [this](const CaseInRun& a, const CaseInRun& b) {

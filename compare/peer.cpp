@@ -80,7 +80,7 @@ std::optional<PeerComparison> compare_pair(const PairKey& key, CaseRuns mpbench,
   timing.key = {key.suite, key.name, torch.front().result->backend, key.precision};
   timing.metric = Metric::seconds;
   timing.reference = "PyTorch's time";
-  timing.param_changes = param_changes(torch.front().result->params, mpbench.front().result->params);
+  timing.param_changes = param_changes(torch.front().params, mpbench.front().params);
   PeerComparison c{key, mpbench.front().result->backend, torch.front().result->backend,
                    judge(std::move(timing), t, m, options), PeerVerdict::on_par, std::nullopt, std::nullopt};
   c.verdict = peer_verdict(c.timing.verdict);

@@ -21,7 +21,7 @@ Comparison compare_figure(const CaseKey& key, Metric metric, const std::vector<R
   c.key = key;
   c.metric = metric;
   c.reference = b.front().reference;
-  c.param_changes = param_changes(base.front().result->params, current.front().result->params);
+  c.param_changes = param_changes(base.front().params, current.front().params);
   return judge(std::move(c), b, n, options);
 }
 
@@ -92,15 +92,17 @@ int Report::exit_code() const {
   return nothing_compared() ? kExitNothingCompared : kExitNoRegression;
 }
 
-std::vector<std::string> param_changes(const nlohmann::json& base, const nlohmann::json& current) {
-  if (base == current) return {};  // as nearly always: no key to list
+std::vector<std::string> param_changes(std::string_view base_text, std::string_view current_text) {
+  if (base_text == current_text) return {};  // as nearly always: no key to list
+  const auto base = nlohmann::json::parse(base_text), current = nlohmann::json::parse(current_text);
+  if (base == current) return {};  // the same numbers written otherwise (1 and 1.0)
   const auto text = [](const nlohmann::json& params, const std::string& key) -> std::string {
     if (!params.is_object() || !params.contains(key)) return "-";
     const auto& v = params[key];
     return v.is_string() ? v.get<std::string>() : v.dump();
   };
   std::set<std::string> keys;
-  for (const auto* params : {&base, &current})
+  for (const nlohmann::json* params : {&base, &current})
     if (params->is_object())
       for (const auto& [key, value] : params->items()) keys.insert(key);
   std::vector<std::string> changes;

@@ -4,6 +4,7 @@
 // the cases that are not ok, added or missing, and the environment of both sides.
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compare/algorithms.hpp"
@@ -66,7 +67,8 @@ struct Report {
 // runs than options.min_runs.
 Report compare(const Side& base, const Side& current, const Options& options);
 
-// "key: base -> new" for each top-level param whose value differs (strings unquoted, "-" for absent).
-std::vector<std::string> param_changes(const nlohmann::json& base, const nlohmann::json& current);
+// "key: base -> new" for each top-level param whose value differs (strings unquoted, "-" for
+// absent), of params given as JSON text (Run::params: the same params give the same text).
+std::vector<std::string> param_changes(std::string_view base, std::string_view current);
 
 }  // namespace mpbench::compare

@@ -23,6 +23,25 @@ CaseKey to_key(const CaseKeyView& v) {
 
 namespace {
 
+// The case as a side keeps it (Run::params).
+void keep_params_as_text(CaseResult& c, std::vector<std::string>& params) {
+  params.push_back(c.params.dump());
+  c.params = nullptr;
+  if (c.details.empty()) c.details = nullptr;
+}
+
+void keep_params_as_text(Run& run) {
+  if (run.params.size() == run.document.cases.size()) return;  // read so (load_side)
+  run.params.clear();
+  for (CaseResult& c : run.document.cases) keep_params_as_text(c, run.params);
+}
+
+Run read_run(const std::filesystem::path& path) {
+  Run run(path.string(), {});
+  run.document = load_result(path, [&run](CaseResult& c) { keep_params_as_text(c, run.params); });
+  return run;
+}
+
 std::string string_at(const nlohmann::json& j, const std::string& pointer) {
   const nlohmann::json::json_pointer p(pointer);
   return j.contains(p) && j.at(p).is_string() ? j.at(p).get<std::string>() : "";
@@ -143,7 +162,7 @@ void check_each_run_once(const Side& side) {
     const auto [begin, end] = seen.equal_range(hash);
     for (auto it = begin; it != end; ++it) {
       const Run& earlier = side.runs[it->second];
-      if (earlier.document.to_json() != run.document.to_json()) continue;
+      if (earlier.params != run.params || earlier.document.to_json() != run.document.to_json()) continue;
       throw UsageError(fmt::format("{}: '{}' and '{}' {}: a run given twice would count as two agreeing "
                                    "repetitions; give each run once",
                                    side.name, printable(earlier.source), printable(run.source),
@@ -193,6 +212,7 @@ std::set<CaseKey> Side::case_keys() const {
 }
 
 Side make_side(std::string name, std::vector<Run> runs, std::vector<std::string> ignored_files) {
+  for (Run& run : runs) keep_params_as_text(run);
   Side side{std::move(name), std::move(runs), std::move(ignored_files)};
   if (side.runs.empty()) throw UsageError(fmt::format("{}: no result document given", side.name));
   check_each_run_once(side);
@@ -212,7 +232,7 @@ Side load_side(std::string name, const std::vector<std::filesystem::path>& paths
       auto from_folder = load_folder(path, ignored);
       std::move(from_folder.begin(), from_folder.end(), std::back_inserter(runs));
     } else {
-      runs.push_back({path.string(), load_result(path)});
+      runs.push_back(read_run(path));
     }
   }
   return make_side(std::move(name), std::move(runs), std::move(ignored));

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.hpp"
@@ -30,8 +31,13 @@ CaseKeyView view_of(const CaseResult& c);
 CaseKey to_key(const CaseKeyView& view);
 
 struct Run {
+  Run(std::string source_file, ResultDocument doc) : source(std::move(source_file)), document(std::move(doc)) {}
   std::string source;  // the file it came from, for messages
   ResultDocument document;
+  // A side keeps each case's params as JSON text, here, one per case in order, and the case's
+  // own params null (and empty details null): compare reads params only to list those that
+  // changed, and as objects they were half the memory of a million cases. make_side fills it.
+  std::vector<std::string> params;
 };
 
 struct Side {

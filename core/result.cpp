@@ -291,6 +291,7 @@ namespace {
 // said after the document's own fields, as from_json orders them.
 class StreamedCases {
  public:
+  explicit StreamedCases(const std::function<void(CaseResult&)>& keep) : keep_(keep) {}
   bool on(int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using Event = nlohmann::json::parse_event_t;
     if (depth == 1 && event == Event::key) in_cases_ = parsed == "cases";
@@ -300,7 +301,9 @@ class StreamedCases {
     if (!(in_cases_ && in_array_ && depth == 2 && element_done)) return true;
     if (!error_) {
       try {
-        cases_.push_back(CaseResult::from_json(std::move(parsed), fmt::format("cases[{}]", index_)));
+        CaseResult c = CaseResult::from_json(std::move(parsed), fmt::format("cases[{}]", index_));
+        if (keep_) keep_(c);
+        cases_.push_back(std::move(c));
       } catch (const UsageError& e) {
         error_ = e.what();
       }
@@ -314,6 +317,7 @@ class StreamedCases {
   }
 
  private:
+  const std::function<void(CaseResult&)>& keep_;
   bool in_cases_ = false, in_array_ = false;
   std::size_t index_ = 0;
   std::vector<CaseResult> cases_;
@@ -322,8 +326,10 @@ class StreamedCases {
 
 }  // namespace
 
-ResultDocument load_result(const std::filesystem::path& path) {
-  StreamedCases streamed;
+ResultDocument load_result(const std::filesystem::path& path) { return load_result(path, {}); }
+
+ResultDocument load_result(const std::filesystem::path& path, const std::function<void(CaseResult&)>& keep) {
+  StreamedCases streamed(keep);
   const nlohmann::json rest = parse_json_file_text(
       read_regular_file(path, kMaxResultBytes, "result document"), path,
       [&streamed](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {

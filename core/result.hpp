@@ -2,6 +2,7 @@
 // The result document (schema "mpbench.result/1", results/schema/result-1.schema.json): one per
 // `mpbench run`, holding the environment, every case and the speedups computed within the run.
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -80,6 +81,9 @@ void check_writable_folder(const std::filesystem::path& folder);
 // a case is dropped once it is a CaseResult), so that a large document costs little more than
 // its cases. Throws UsageError naming the file and the field.
 ResultDocument load_result(const std::filesystem::path& path);
+// The same, giving each case to `keep` as soon as it is read and valid, before it is kept (a
+// reader that needs less of each case than all of it, such as compare with a million of them).
+ResultDocument load_result(const std::filesystem::path& path, const std::function<void(CaseResult&)>& keep);
 // load_result in two steps, for readers that look at the JSON first (compare skips other tools'
 // JSON in a folder): the file's one JSON value, then that value as the document `path` holds.
 nlohmann::json read_document_json(const std::filesystem::path& path);
