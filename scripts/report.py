@@ -11,7 +11,9 @@ index.html lists them. Documents are grouped by machine (a GPU with its CUDA ver
 with its ISA flags and ISA limit); several documents of one case on one machine are repetitions,
 drawn as their median with the range as error bars. With two machines or more the
 hardware-selection plots appear: speedup per mode per machine, throughput relative to a reference
-machine and, with --prices, per dollar and per watt. With --history, DIR receives trend plots of an
+machine and, with --prices, per dollar and per watt. Transformer cases of several world sizes (documents of
+data-parallel jobs) get a scaling page per machine: tokens/s per rank and in total, efficiency against world
+size 1, and the exposed communication's share of the step. With --history, DIR receives trend plots of an
 `mpbench history` file instead, per machine, from `mpbench history export DB --format json`.
 
 Exit status: 0 on success, 2 on unusable input (unreadable or non-regular file, malformed JSON,
@@ -65,7 +67,7 @@ jsonschema = required_module("jsonschema")
 matplotlib = required_module("matplotlib")
 matplotlib.use("Agg")  # no display on CI machines; must precede pyplot
 plt = required_module("matplotlib.pyplot")
-for submodule in ("matplotlib.ticker", "matplotlib.patches", "matplotlib.transforms"):
+for submodule in ("matplotlib.ticker", "matplotlib.patches", "matplotlib.transforms", "matplotlib.lines"):
     required_module(submodule)
 
 SCHEMA = "mpbench.result/1"
@@ -177,7 +179,67 @@ def check_document(doc, path: Path) -> dict:
     for index, case in enumerate(doc["cases"]):
         if "seconds" in case["metrics"]:
             check_times(case["metrics"]["seconds"], path, f"$.cases[{index}].metrics.seconds")
+    check_data_parallel(doc, path)
     return doc
+
+
+def is_count(value) -> bool:
+    return type(value) is int and value >= 1  # exact: bool, a subclass of int, is not a count
+
+
+def check_data_parallel(doc: dict, path: Path) -> None:
+    """The fields the scaling plots read, which the schema leaves open: run.world_size and each
+    case's params.world_size (a count of ranks), and in a transformer case params.grad_reduce (null
+    on one rank, what the gradients travelled in on several) and details.communication (seconds of
+    the gradients' all-reduce per step, the exposed part no more than all of it nor than the step)."""
+    def refuse(where: str, why: str):
+        raise ReportError(f"'{path}' is malformed at {where}: {why}")
+
+    run_size = doc["run"].get("world_size")
+    if run_size is not None and not is_count(run_size):
+        refuse("$.run.world_size", f"{json.dumps(run_size)[:40]} is not a count of ranks (an integer, 1 or more)")
+    for index, case in enumerate(doc["cases"]):
+        at = f"$.cases[{index}]"
+        params = case.get("params") or {}
+        size = params.get("world_size")
+        if size is not None and not is_count(size):
+            refuse(f"{at}.params.world_size",
+                   f"{json.dumps(size)[:40]} is not a count of ranks (an integer, 1 or more)")
+        if case["suite"] != "transformer":
+            continue
+        if size is not None and run_size is not None and size != run_size:
+            refuse(f"{at}.params.world_size", f"{size}, but run.world_size is {run_size}: a training case runs on "
+                                              "every rank of the job")
+        reduce = params.get("grad_reduce")
+        if reduce is not None and (not isinstance(reduce, str) or not reduce):
+            refuse(f"{at}.params.grad_reduce", f"{json.dumps(reduce)[:40]} is neither null nor the name of a dtype")
+        if (size or 1) > 1 and reduce is None and case["status"] == "ok":
+            refuse(f"{at}.params.grad_reduce", f"null on {size} ranks: a data-parallel case names the dtype its "
+                                               "gradients were reduced in")
+        details = case.get("details") or {}
+        if "communication" not in details:
+            continue
+        communication = details["communication"]
+        where = f"{at}.details.communication"
+        if not isinstance(communication, dict):
+            refuse(where, f"{json_type(communication)}, not an object")
+        for key in ("library", "dtype"):
+            if key in communication and not isinstance(communication[key], str):
+                refuse(f"{where}.{key}", f"{json_type(communication[key])}, not a string")
+        seconds = {}
+        for key in ("seconds_per_step", "exposed_seconds_per_step"):
+            value = communication.get(key)
+            if key in communication and not (type(value) in (int, float) and math.isfinite(value) and value >= 0):
+                refuse(f"{where}.{key}", f"{json.dumps(value)[:40]} is not a number of seconds (0 or more)")
+            seconds[key] = value
+        total, exposed = seconds["seconds_per_step"], seconds["exposed_seconds_per_step"]
+        if total is not None and exposed is not None and exposed > total * (1 + 1e-9):
+            refuse(f"{where}.exposed_seconds_per_step", f"{exposed} is more than seconds_per_step {total}: the "
+                                                        "exposed part of the communication is part of it")
+        step = case["metrics"].get("seconds", {}).get("median")
+        if exposed is not None and step and exposed > step * (1 + 1e-9):
+            refuse(f"{where}.exposed_seconds_per_step", f"{exposed} is more than the step's median time {step}: "
+                                                        "the exposed communication is part of the step")
 
 
 def check_times(stats: dict, path: Path, where: str) -> None:
@@ -1072,6 +1134,195 @@ def plot_peak_memory(m: Machine, config: str, cases: list[dict], count: int) -> 
     return plot
 
 
+# ----------------------------------------------------------------------------- data-parallel scaling
+
+def world_size_of(case: dict) -> int:
+    """The ranks a training case ran on: params.world_size (checked on loading), 1 in documents from
+    before data parallelism, which record none."""
+    return param(case, "world_size", 1)
+
+
+def communication_of(case: dict) -> dict:
+    communication = case.get("details", {}).get("communication")
+    return communication if isinstance(communication, dict) else {}
+
+
+def exposed_seconds(case: dict):
+    """The gradients' all-reduce per step that no compute hid: exposed_seconds_per_step, else
+    seconds_per_step (all of it exposed), None where the case records no communication."""
+    communication = communication_of(case)
+    value = communication.get("exposed_seconds_per_step", communication.get("seconds_per_step"))
+    return value if isinstance(value, (int, float)) else None
+
+
+def scaling_point(world_size: int, runs: list[dict]) -> dict:
+    """One world size of a series from its repetitions: medians over the documents, with the range of
+    the per-rank rate."""
+    per_rank = [rate(c, "tokens_per_s") for c in runs]
+    steps = [c["metrics"]["seconds"]["median"] for c in runs if "seconds" in c.get("metrics", {})]
+    exposed = [exposed_seconds(c) for c in runs if exposed_seconds(c) is not None]
+    shares = [exposed_seconds(c) / c["metrics"]["seconds"]["median"] for c in runs
+              if exposed_seconds(c) is not None and c.get("metrics", {}).get("seconds", {}).get("median")]
+    point = {"world_size": world_size, "per_rank": median(per_rank), "low": min(per_rank), "high": max(per_rank),
+             "total": median(per_rank) * world_size, "runs": len(runs), "case": case_label(runs[-1]),
+             "step_seconds": median(steps) if steps else None,
+             "exposed_seconds": median(exposed) if exposed else None,
+             "exposed_share": median(shares) if shares else None,
+             "sources": sorted({c.get("source", "") for c in runs})}
+    return point
+
+
+def scaling_series(m: Machine) -> dict[str, dict]:
+    """Per transformer configuration holding ok cases of more than one world size: a series per
+    (mode, --grad-reduce) over the world sizes, with tokens/s per rank (rates.tokens_per_s, which is
+    one rank's) and in total (per rank × world size), the efficiency against world size 1 (per-rank
+    tokens/s over the same mode's on one rank, which reduces nothing and so has no --grad-reduce: its
+    point starts each of the mode's lines) and the exposed communication's share of the step
+    (details.communication over metrics.seconds.median). Where a mode has no world-size-1 case the
+    efficiency is None and "missing" says why."""
+    groups: dict[str, dict[tuple, list[dict]]] = {}
+    for key, runs in m.runs.items():
+        if key[0] != "transformer":
+            continue
+        for c in runs:
+            if c["status"] == "ok" and rate(c, "tokens_per_s"):
+                reduce = param(c, "grad_reduce") if world_size_of(c) > 1 else None
+                groups.setdefault(c["name"], {}).setdefault((c["backend"], c["precision"], reduce, world_size_of(c)),
+                                                            []).append(c)
+    pages = {}
+    for config, cells in sorted(groups.items()):
+        sizes = sorted({k[3] for k in cells})
+        if len(sizes) < 2:
+            continue
+        backends = {k[0] for k in cells}
+        lines = sorted({k[:3] for k in cells if k[3] > 1},
+                       key=lambda k: (k[0], precision_order(k[1]), k[2] or ""))
+        # A mode measured on one rank only is a line of one point.
+        lines += sorted({k[:3] for k in cells if k[3] == 1 and not any(l[:2] == k[:2] for l in lines)},
+                        key=lambda k: (k[0], precision_order(k[1])))
+        series, missing = {}, []
+        for backend, mode, reduce in lines:
+            label = ((f"{backend} " if len(backends) > 1 else "") + mode
+                     + (f" · grad {reduce}" if reduce else " · 1 rank"))
+            single = cells.get((backend, mode, None, 1))
+            base = scaling_point(1, single) if single else None
+            points = [base] if base else []
+            points += [scaling_point(n, cells[(backend, mode, reduce, n)]) for n in sizes
+                       if n > 1 and (backend, mode, reduce, n) in cells]
+            for p in points:
+                p["efficiency"] = p["per_rank"] / base["per_rank"] if base else None
+            if base is None:
+                missing.append(f"{label}: no world-size-1 run of {mode} on this machine")
+            series[label] = {"backend": backend, "mode": mode, "grad_reduce": reduce, "points": points,
+                             "missing": None if base else f"no world-size-1 run of {mode} on this machine"}
+        pages[config] = {"world_sizes": sizes, "series": series, "missing": missing}
+    return pages
+
+
+def plot_scaling(m: Machine, config: str, page: dict, count: int) -> Plot:
+    sizes, series = page["world_sizes"], page["series"]
+    caption = ("Data-parallel scaling of training, from the documents of this machine with each world size "
+               "(params.world_size). Left: tokens/s per rank (rates.tokens_per_s, one rank's; solid) and in total "
+               "(per rank × world size; dashed), a line per mode and --grad-reduce (params.grad_reduce); "
+               "world size 1 reduces nothing, so its point starts each of its mode's lines. Middle: scaling "
+               "efficiency, per-rank tokens/s over the same mode's at world size 1 (1 is perfect scaling). "
+               "Right: the share of the step's median time (metrics.seconds.median) spent in exposed gradient "
+               "communication (details.communication.exposed_seconds_per_step, else seconds_per_step), the rest "
+               "computing and the optimizer; world size 1 has none.")
+    plot, (rates_ax, efficiency_ax, share_ax) = new_plot(
+        f"transformer-scaling-{config_suffix(m, config, count)}",
+        f"Data-parallel scaling — {config} — {m.label}", caption, m.stamp(), ncols=3, size=(6, 5))
+    colour = dict(zip(series, itertools.cycle(plt.rcParams["axes.prop_cycle"].by_key()["color"])))
+    repeated = False
+    for label, s in series.items():
+        xs = [p["world_size"] for p in s["points"]]
+        per_rank = [p["per_rank"] for p in s["points"]]
+        repeated |= any(p["runs"] > 1 for p in s["points"])
+        rates_ax.errorbar(xs, per_rank, yerr=[[v - p["low"] for v, p in zip(per_rank, s["points"])],
+                                              [p["high"] - v for v, p in zip(per_rank, s["points"])]],
+                          marker="o", color=colour[label], capsize=3)
+        rates_ax.plot(xs, [p["total"] for p in s["points"]], marker="s", linestyle="--", color=colour[label])
+        for p in s["points"]:
+            plot.points.append({"series": f"{label} per rank", "x": p["world_size"], "y": p["per_rank"],
+                                "case": p["case"], "low": p["low"], "high": p["high"], "runs": p["runs"]})
+            plot.points.append({"series": f"{label} total", "x": p["world_size"], "y": p["total"],
+                                "case": p["case"], "runs": p["runs"]})
+        if s["missing"] is None:
+            efficiency_ax.plot(xs, [p["efficiency"] for p in s["points"]], marker="o", color=colour[label], label=label)
+            for p in s["points"]:
+                plot.points.append({"series": f"{label} efficiency", "x": p["world_size"], "y": p["efficiency"],
+                                    "case": p["case"], "runs": p["runs"]})
+        else:
+            plot.points.append({"series": f"{label} efficiency", "x": None, "y": None, "case": None,
+                                "missing": s["missing"]})
+    efficiency_ax.axhline(1, color="0.3", linewidth=1, linestyle=":", label="perfect scaling")
+    if page["missing"]:
+        modes = sorted({s["mode"] for s in series.values() if s["missing"]}, key=precision_order)
+        efficiency_ax.text(0.02, 0.02, f"no efficiency line for {', '.join(modes)}:\nno world-size-1 run of it "
+                           "on this machine\n(reasons in the caption)", transform=efficiency_ax.transAxes, fontsize=7,
+                           color="0.3", ha="left", va="bottom")
+        plot.caption += " No efficiency line: " + "; ".join(page["missing"]) + "."
+    draw_shares(plot, share_ax, series, sizes, colour)
+    for ax in (rates_ax, efficiency_ax):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [str(n) for n in sizes])
+        ax.set_xlim(sizes[0] / 1.25, sizes[-1] * 1.25)
+        ax.minorticks_off()
+    rates_ax.set_yscale("log")
+    plain_log_ticks(rates_ax.yaxis)
+    finish(plot, rates_ax, "world size (ranks)", "tokens/s", legend=None)
+    legend_below(rates_ax, [matplotlib.lines.Line2D([], [], color=colour[label], marker="o", label=label)
+                            for label in series]
+                 + [matplotlib.lines.Line2D([], [], color="0.3", marker="o", label="solid: per rank"),
+                    matplotlib.lines.Line2D([], [], color="0.3", marker="s", linestyle="--", label="dashed: total")])
+    finish(plot, efficiency_ax, "world size (ranks)", "per-rank tokens/s / world size 1's")
+    finish(plot, share_ax, "world size (ranks)", "share of the step", legend=None)
+    if repeated:
+        plot.caption += (" Points are medians over the documents of a world size; error bars the range of the "
+                         "per-rank tokens/s.")
+    return plot
+
+
+def draw_shares(plot: Plot, ax, series: dict, sizes: list[int], colour: dict):
+    """Stacked bars per world size above 1 and series: exposed communication at the bottom, the rest of
+    the step above it."""
+    multi = [n for n in sizes if n > 1]
+    width = 0.8 / max(len(series), 1)
+    unrecorded = []
+    for j, (label, s) in enumerate(series.items()):
+        at = {p["world_size"]: p for p in s["points"]}
+        for i, n in enumerate(multi):
+            p = at.get(n)
+            if p is None:
+                continue
+            x = i + j * width
+            if p["exposed_share"] is None:
+                unrecorded.append(f"{label} at {n} ranks")
+                plot.points.append({"series": f"{label} exposed communication", "x": n, "y": None, "case": p["case"],
+                                    "missing": "no details.communication recorded"})
+                continue
+            share = p["exposed_share"]
+            ax.bar([x], [share], width, color=colour[label], edgecolor="0.2", linewidth=0.5)
+            ax.bar([x], [1 - share], width, bottom=[share], color=colour[label], alpha=0.25, edgecolor="0.2",
+                   linewidth=0.5)
+            ax.annotate(f"{100 * share:.0f}%", (x, share), xytext=(0, 2), textcoords="offset points", ha="center",
+                        fontsize=6)
+            plot.points.append({"series": f"{label} exposed communication", "x": n, "y": share, "case": p["case"],
+                                "exposed_seconds": p["exposed_seconds"], "step_seconds": p["step_seconds"],
+                                "runs": p["runs"]})
+            plot.points.append({"series": f"{label} rest of the step", "x": n, "y": 1 - share, "case": p["case"],
+                                "runs": p["runs"]})
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(multi))], [str(n) for n in multi])
+    ax.set_ylim(0, 1.05)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    handles = [matplotlib.patches.Patch(color=colour[label], label=label) for label in series]
+    handles += [matplotlib.patches.Patch(facecolor="0.3", label="solid: exposed communication"),
+                matplotlib.patches.Patch(facecolor="0.3", alpha=0.25, label="light: rest of the step")]
+    legend_below(ax, handles)
+    if unrecorded:
+        plot.caption += " No communication recorded (details.communication): " + "; ".join(unrecorded) + "."
+
+
 def transformer_plots(m: Machine):
     configs = per_config(m.ok("transformer"))
     for config, cases in configs.items():
@@ -1081,6 +1332,9 @@ def transformer_plots(m: Machine):
         yield plot_series(m, config, cases, n, "loss")
         yield plot_series(m, config, cases, n, "loss_scale")
         yield plot_peak_memory(m, config, cases, n)
+    scaling = scaling_series(m)
+    for config, page in scaling.items():
+        yield plot_scaling(m, config, page, len(configs))
 
 
 # ----------------------------------------------------------------------------- several machines
