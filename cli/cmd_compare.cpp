@@ -6,9 +6,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,10 +65,13 @@ std::string_view extension(compare::Format format) {
   return "txt";
 }
 
+// What writes the report in the requested format.
+using WriteReport = std::function<void(std::ostream&)>;
+
 // Writes the report to `out`. Should that fail (a full disk, a folder gone), the report goes to a
 // file of its own in the temporary folder, and the one error line says where: the text is already
 // on stdout, but the requested format (a CI comment's markdown) is not lost.
-void write_report(const std::string& out, const std::string& report, compare::Format format) {
+void write_report(const std::string& out, const WriteReport& report, compare::Format format) {
   try {
     write_file_atomically(out, report);
     return;
@@ -86,6 +91,27 @@ void write_report(const std::string& out, const std::string& report, compare::Fo
     throw UsageError(fmt::format("{}; {}", e.what(), where));
   }
 }
+
+// The file gets the requested format (e.g. markdown for a CI comment), written on another thread,
+// the log the text: printed as soon as it is made, so that the verdicts are on the screen whatever
+// happens to the file; an error writing it comes after.
+int print_and_write(const std::string& out, compare::Format format, const std::function<std::string()>& text,
+                    const WriteReport& report, int exit_code) {
+  auto written = std::async(std::launch::async, [&] { write_report(out, report, format); });
+  try {
+    fmt::print("{}", text());
+    std::fflush(stdout);
+  } catch (...) {
+    written.wait();
+    throw;
+  }
+  written.get();
+  return exit_code;
+}
+
+// A report holds its own copies of all it says: the cases can go before it is written, which for
+// a million cases a side needs as much memory again.
+void release(compare::Side& side) { std::vector<compare::Run>().swap(side.runs); }
 
 // Both sides read at once, one on another thread (reading is most of comparing large documents);
 // where both are unusable, the base's error is the one said, as when they were read in turn.
@@ -120,32 +146,27 @@ int run_compare(const CompareArgs& args) {
     for (const auto& path : base_paths) refuse_overwriting({"--out", args.out}, {"BASE", path});
     for (const auto& path : current_paths) refuse_overwriting({"--out", args.out}, {"NEW", path});
   }
-  const auto [base, current] = load_sides(base_paths, current_paths);
-  // The report in the requested format and as text, with its exit status.
-  struct Rendered {
-    std::string chosen, text;
-    int exit_code;
-  };
-  const Rendered rendered = [&] {
-    if (compare::is_peer_comparison(base, current)) {
-      const auto report = compare::compare_peers(base, current, options);
-      return Rendered{compare::render_peer(report, format), compare::render_peer_text(report), report.exit_code()};
+  auto [base, current] = load_sides(base_paths, current_paths);
+  if (compare::is_peer_comparison(base, current)) {
+    const auto report = compare::compare_peers(base, current, options);
+    if (!to_file) {
+      fmt::print("{}", compare::render_peer(report, format));
+      return report.exit_code();
     }
-    const auto report = compare::compare(base, current, options);
-    auto text = std::async(std::launch::async, [&report] { return compare::render_text(report); });
-    std::string chosen = compare::render(report, format);
-    return Rendered{std::move(chosen), text.get(), report.exit_code()};
-  }();
-  if (!to_file) {
-    fmt::print("{}", rendered.chosen);
-    return rendered.exit_code;
+    const auto text = [&report] { return compare::render_peer_text(report); };
+    const WriteReport write = [&](std::ostream& o) { o << compare::render_peer(report, format); };
+    return print_and_write(args.out, format, text, write, report.exit_code());
   }
-  // The file gets the requested format (e.g. markdown for a CI comment), the log the text: the log
-  // first, so that the verdicts are on the screen whatever happens to the file.
-  fmt::print("{}", rendered.text);
-  std::fflush(stdout);
-  write_report(args.out, rendered.chosen, format);
-  return rendered.exit_code;
+  const auto report = compare::compare(base, current, options);
+  release(base);
+  release(current);
+  if (!to_file) {
+    fmt::print("{}", compare::render(report, format));
+    return report.exit_code();
+  }
+  const auto text = [&report] { return compare::render_text(report); };
+  const WriteReport write = [&](std::ostream& o) { compare::write_rendered(o, report, format); };
+  return print_and_write(args.out, format, text, write, report.exit_code());
 }
 
 }  // namespace

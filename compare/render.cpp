@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "core/figure_text.hpp"
@@ -495,25 +496,30 @@ nlohmann::json report_json_without_comparisons(const Report& r) {
           {"algorithms", algorithms_json(r)}};
 }
 
-// report_json(r).dump(2), the same text, with each comparison dumped on its own and added to the
-// text: the report's JSON never exists whole (for 10^6 comparisons it took 2.7 GB and 21 s, its
-// text 0.75 GB).
-std::string report_json_text(const Report& r) {
+// report_json(r).dump(2), the same text, written with each comparison dumped on its own: the
+// report's JSON never exists whole (for 10^6 comparisons it took 2.7 GB and 21 s), nor its text
+// (0.75 GB) where `out` is a file.
+void write_json_text(std::ostream& out, const Report& r) {
   const std::string rest = report_json_without_comparisons(r).dump(2);
-  if (r.comparisons.empty()) return rest;
+  if (r.comparisons.empty()) {
+    out << rest;
+    return;
+  }
   const std::string empty = "\n  \"comparisons\": []";  // a top-level key: two spaces in, and only once
   const std::size_t at = rest.find(empty);
-  std::string text = rest.substr(0, at) + "\n  \"comparisons\": [";
+  out.write(rest.data(), static_cast<std::streamsize>(at));
+  out << "\n  \"comparisons\": [";
+  std::string indented;
   for (std::size_t i = 0; i < r.comparisons.size(); ++i) {
-    text += i == 0 ? "\n    " : ",\n    ";
+    indented = i == 0 ? "\n    " : ",\n    ";
     for (const char c : comparison_json(r.comparisons[i]).dump(2)) {
-      text += c;
-      if (c == '\n') text += "    ";
+      indented += c;
+      if (c == '\n') indented += "    ";
     }
+    out << indented;
   }
-  text += "\n  ]";
-  text.append(rest, at + empty.size());
-  return text;
+  out << "\n  ]";
+  out.write(rest.data() + at + empty.size(), static_cast<std::streamsize>(rest.size() - at - empty.size()));
 }
 
 }  // namespace
@@ -525,12 +531,19 @@ nlohmann::json report_json(const Report& r) {
 }
 
 std::string render(const Report& report, Format format) {
-  switch (format) {
-    case Format::text: return render_text(report);
-    case Format::markdown: return render_markdown(report);
-    case Format::json: return report_json_text(report) + "\n";
+  if (format != Format::json) return format == Format::markdown ? render_markdown(report) : render_text(report);
+  std::ostringstream out;
+  write_rendered(out, report, format);
+  return std::move(out).str();
+}
+
+void write_rendered(std::ostream& out, const Report& report, Format format) {
+  if (format != Format::json) {
+    out << render(report, format);
+    return;
   }
-  return render_text(report);
+  write_json_text(out, report);
+  out << '\n';
 }
 
 }  // namespace mpbench::compare

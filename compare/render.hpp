@@ -1,6 +1,7 @@
 #pragma once
 // A compare Report as text (the CI log), markdown (a CI comment or job summary) or JSON (tools).
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,8 @@ std::string render_text(const Report& report);
 std::string render_markdown(const Report& report);
 nlohmann::json report_json(const Report& report);
 std::string render(const Report& report, Format format);
+// The same text written to `out`; JSON comparison by comparison, never whole in memory.
+void write_rendered(std::ostream& out, const Report& report, Format format);
 
 // "speedup over fp32", "% of memcpy/n=1048576 fp32", "fastest time": what a row's figure is.
 std::string figure_label(const Comparison& c);

@@ -215,7 +215,11 @@ std::optional<std::string> not_a_regular_file(const std::filesystem::path& path)
 
 }  // namespace
 
-void write_file_atomically(const std::filesystem::path& link_or_path, const std::string& contents) {
+void write_file_atomically(const std::filesystem::path& path, const std::string& contents) {
+  write_file_atomically(path, [&contents](std::ostream& out) { out << contents; });
+}
+
+void write_file_atomically(const std::filesystem::path& link_or_path, const std::function<void(std::ostream&)>& write) {
   check_writable(link_or_path);
   // The rename below would replace a link by a file and leave its target as it was.
   const std::filesystem::path path = followed_links(link_or_path);
@@ -224,7 +228,13 @@ void write_file_atomically(const std::filesystem::path& link_or_path, const std:
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     if (!out) throw UsageError(fmt::format("cannot write '{}': check that its folder exists and is writable", path.string()));
-    out << contents;
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      std::remove(temp.c_str());
+      throw;
+    }
     out.flush();
     if (!out) {
       out.close();

@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,8 @@ std::string utc_timestamp_now();
 // is a symbolic link is written through: its target gets the contents, the link stays. Throws
 // UsageError naming the path when it cannot be written (check_writable's reasons among them).
 void write_file_atomically(const std::filesystem::path& path, const std::string& contents);
+// The same with the contents written by `write`, for a file too large to hold as one string.
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);
 // Fails early, before a long run, when `path` cannot be created: an empty or overlong name, a
 // missing or unwritable folder, or a target that exists and is not a regular file (a device such
 // as /dev/null, a FIFO, a folder: never replaced by a file).
