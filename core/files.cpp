@@ -11,6 +11,7 @@
 #include <cstring>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <new>
 #include <system_error>
 #include <utility>
@@ -37,7 +38,10 @@ std::string kind_of(fs::file_type type) {
 
 }  // namespace
 
-std::string read_regular_file(const fs::path& path, std::uint64_t max_bytes, std::string_view what) {
+namespace {
+
+// The size of the regular file `path`, checked as read_regular_file says.
+std::uintmax_t checked_size(const fs::path& path, std::uint64_t max_bytes, std::string_view what) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (ec || status.type() == fs::file_type::not_found)
@@ -49,6 +53,17 @@ std::string read_regular_file(const fs::path& path, std::uint64_t max_bytes, std
   if (size > max_bytes)
     throw UsageError(fmt::format("{} '{}' has {} bytes, more than the {} bytes mpbench reads", what, path.string(), size,
                                  max_bytes));
+  return size;
+}
+
+[[noreturn]] void throw_unreadable(const fs::path& path, std::string_view what) {
+  throw UsageError(fmt::format("cannot read {} '{}': permission denied or a read error", what, path.string()));
+}
+
+}  // namespace
+
+std::string read_regular_file(const fs::path& path, std::uint64_t max_bytes, std::string_view what) {
+  const std::uintmax_t size = checked_size(path, max_bytes, what);
   std::ifstream in(path, std::ios::binary);
   std::string bytes;
   try {
@@ -57,8 +72,7 @@ std::string read_regular_file(const fs::path& path, std::uint64_t max_bytes, std
     throw UsageError(fmt::format("{} '{}' has {} bytes, more than this process can hold in memory", what,
                                  path.string(), size));
   }
-  if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(size)))
-    throw UsageError(fmt::format("cannot read {} '{}': permission denied or a read error", what, path.string()));
+  if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(size))) throw_unreadable(path, what);
   return bytes;
 }
 
@@ -208,6 +222,92 @@ nlohmann::json parse_json_file_text(const std::string& text, const fs::path& pat
   } catch (const nlohmann::json::parse_error&) {
     throw_parse_error(text, path);
   }
+}
+
+namespace {
+
+// Something check_json_text would refuse, met while reading a file a chunk at a time.
+struct RefusedText {};
+
+// A file read in chunks as the characters of an input iterator, for the JSON parser: the text is
+// never whole in memory. Each chunk is looked through for a NUL byte when it is read, before the
+// parser sees any of it (the parser takes a NUL for the end of the text).
+class ChunkedFile {
+ public:
+  ChunkedFile(const fs::path& path, std::string_view what) : path_(path), what_(what), in_(path, std::ios::binary) {
+    if (!in_) throw_unreadable(path_, what_);
+  }
+
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = char;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const char*;
+    using reference = const char&;
+
+    iterator() = default;
+    explicit iterator(ChunkedFile* file) : file_(file->at_end() ? nullptr : file) {}
+    const char& operator*() const { return file_->current(); }
+    iterator& operator++() {
+      if (!file_->advance()) file_ = nullptr;
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    bool operator==(const iterator& other) const { return file_ == other.file_; }
+
+   private:
+    ChunkedFile* file_ = nullptr;  // null at the end
+  };
+
+  iterator begin() { return iterator(this); }
+  static iterator end() { return {}; }
+
+ private:
+  static constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+
+  bool at_end() { return next_ == chunk_.size() && !read_chunk(); }
+  const char& current() const { return chunk_[next_]; }
+  bool advance() { return ++next_ < chunk_.size() || read_chunk(); }
+
+  bool read_chunk() {
+    chunk_.resize(kChunkBytes);
+    in_.read(chunk_.data(), static_cast<std::streamsize>(chunk_.size()));
+    if (in_.bad()) throw_unreadable(path_, what_);
+    chunk_.resize(static_cast<std::size_t>(in_.gcount()));
+    next_ = 0;
+    if (std::memchr(chunk_.data(), '\0', chunk_.size())) throw RefusedText{};
+    return !chunk_.empty();
+  }
+
+  const fs::path& path_;
+  std::string_view what_;
+  std::ifstream in_;
+  std::string chunk_;
+  std::size_t next_ = 0;
+};
+
+}  // namespace
+
+nlohmann::json parse_json_file(const fs::path& path, std::uint64_t max_bytes, std::string_view what,
+                               const nlohmann::json::parser_callback_t& callback) {
+  checked_size(path, max_bytes, what);
+  const auto within_depth = [&callback](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    // `depth` counts the values around this one: the document's own object or array is at 0.
+    if ((event == Event::object_start || event == Event::array_start) && depth + 1 > kMaxJsonDepth) throw RefusedText{};
+    return callback(depth, event, parsed);
+  };
+  try {
+    ChunkedFile file(path, what);
+    return nlohmann::json::parse(file.begin(), ChunkedFile::end(), within_depth);
+  } catch (const RefusedText&) {
+  } catch (const nlohmann::json::parse_error&) {
+  }
+  // The error in words, as parse_json_file_text says it: what the whole text shows.
+  const std::string text = read_regular_file(path, max_bytes, what);
+  check_json_text(text, path);
+  throw_parse_error(text, path);
 }
 
 fs::path followed_links(const fs::path& path) {

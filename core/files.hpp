@@ -26,6 +26,12 @@ nlohmann::json parse_json_file_text(const std::string& text, const std::filesyst
 // it from the result (a reader that converts large arrays element by element).
 nlohmann::json parse_json_file_text(const std::string& text, const std::filesystem::path& path,
                                     const nlohmann::json::parser_callback_t& callback);
+// read_regular_file and parse_json_file_text with `callback` in one, the file read a chunk at a
+// time as it is parsed: its text never whole in memory (half a GB for a document of a million
+// cases). The same checks and errors; only to name a parse error's position and field is the
+// text read again whole.
+nlohmann::json parse_json_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what,
+                               const nlohmann::json::parser_callback_t& callback);
 
 // What `path` names once its symbolic links are followed (a chain of them, each relative target
 // read against its link's folder): a write there replaces the target's content and keeps the

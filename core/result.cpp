@@ -340,11 +340,11 @@ ResultDocument load_result(const std::filesystem::path& path) { return load_resu
 
 ResultDocument load_result(const std::filesystem::path& path, const std::function<void(CaseResult&)>& keep) {
   StreamedCases streamed(keep);
-  const nlohmann::json rest = parse_json_file_text(
-      read_regular_file(path, kMaxResultBytes, "result document"), path,
-      [&streamed](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        return streamed.on(depth, event, parsed);
-      });
+  const nlohmann::json rest =
+      parse_json_file(path, kMaxResultBytes, "result document",
+                      [&streamed](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+                        return streamed.on(depth, event, parsed);
+                      });
   try {
     return document_from(rest, [&streamed](const nlohmann::json&) { return streamed.take(); });
   } catch (const UsageError& e) {

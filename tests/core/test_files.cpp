@@ -12,6 +12,7 @@
 #include <set>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -129,6 +130,50 @@ TEST_F(Files, JsonNestedBeyondTheBoundIsRefusedBeforeItIsBuilt) {
   }();
   EXPECT_NE(usage_error_of([&] { parse_json_file_text(objects, dir_ / "deep.json"); }).find("deeper"),
             std::string::npos);
+}
+
+// parse_json_file reads the file a chunk (1 MiB) at a time: the same value as the whole text
+// parsed at once, and the same error, whether the fault is in the first chunk, in a later one,
+// on a chunk's edge or after the document's value.
+TEST_F(Files, JsonReadInChunksIsTheWholeTextsValueOrItsError) {
+  const auto keep_all = [](int, nlohmann::json::parse_event_t, json&) { return true; };
+  const auto outcome_of_text = [&](const std::string& text, const fs::path& path) {
+    try {
+      return parse_json_file_text(text, path, keep_all).dump();
+    } catch (const UsageError& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  const auto outcome_of_file = [&](const fs::path& path) {
+    try {
+      return parse_json_file(path, std::uint64_t{1} << 30, "test document", keep_all).dump();
+    } catch (const UsageError& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  const std::size_t chunk = std::size_t{1} << 20;
+  std::string large = "{\"cases\": [";
+  for (int i = 0; large.size() < chunk + 4096; ++i) large += fmt::format("{}{{\"name\": \"case_{}\", \"v\": {}}}", i ? ", " : "", i, i * 0.5);
+  large += "], \"run\": {\"interrupted\": false}}";
+  std::vector<std::string> texts = {large, large + "\n", large + "\n{}", large.substr(0, large.size() - 1)};
+  for (std::size_t at : {std::size_t{0}, chunk - 1, chunk, chunk + 1, large.size() - 1, large.size()}) {
+    std::string with_nul = large;
+    with_nul.insert(at, 1, '\0');
+    texts.push_back(with_nul);
+  }
+  std::string bad_number = large;
+  bad_number.replace(large.find("\"v\": ", chunk + 7) + 5, 1, "NaN");
+  texts.push_back(bad_number);
+  texts.push_back(std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'));
+  texts.push_back(std::string(kMaxJsonDepth + 1, '[') + std::string(kMaxJsonDepth + 1, ']'));
+  texts.push_back("{\"a\": " + std::string(chunk, ' ') + std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']') + "}");
+  texts.push_back("");
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const fs::path path = write(fmt::format("doc{}.json", i), texts[i]);
+    const std::string expected = outcome_of_text(texts[i], path), got = outcome_of_file(path);
+    EXPECT_EQ(got, expected) << "text " << i;
+  }
+  EXPECT_EQ(outcome_of_file(dir_ / "missing.json").rfind("error: test document '", 0), 0u);
 }
 
 TEST_F(Files, AnOutputOverAnInputIsRefusedThroughLinksAndFolders) {
