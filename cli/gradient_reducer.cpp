@@ -41,6 +41,16 @@ class CommunicatorReducer final : public workloads::GradientReducer {
     return total;
   }
   double max(double value) override { return group_.max(value); }
+  // One 8-byte all-reduce (MPI_Allreduce on the host, through the ProcessGroup) when every rank
+  // goes on; where one does not, its reason follows from the lowest such rank (a broadcast).
+  void agree_going(const std::string& failure) override {
+    const int size = group_.size();
+    const double word = failure.empty() ? 0.0 : static_cast<double>(size - group_.rank());
+    const double lowest = group_.max(word);
+    if (lowest == 0.0) return;
+    const int failed = size - static_cast<int>(lowest);
+    throw workloads::RankFailed(failed, group_.broadcast(failure, failed));
+  }
 
  private:
   Backend& backend_;

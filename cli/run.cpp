@@ -366,7 +366,11 @@ int run_benchmarks(const RunOptions& options) {
   int exit_code = 1;
   try {
     check_same_options(*job.group);
-    return run_on_rank(options, selection, job);
+    const int code = run_on_rank(options, selection, job);
+    // Until rank 0 has written its document: a rank exiting non-zero first (a mode failed on every
+    // rank, or on one, agreed) would have mpirun end the job before it is written.
+    job.group->barrier();
+    return code;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "mpbench: error: rank %d: %s\n", job.group->rank(), printable(e.what()).c_str());
     exit_code = 2;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
 
 #include "core/error.hpp"
@@ -80,6 +81,19 @@ const GptConfig& checked(const GptConfig& config, const TrainOptions& options, T
   return config;
 }
 
+// The test hook of a rank that fails alone (docs/testing.md): MPBENCH_TEST_FAIL_RANK=R and
+// MPBENCH_TEST_FAIL_MODE=MODE make rank R throw at the start of each of MODE's steps. The failure's
+// message, or empty when the hook is not set for this rank and mode.
+std::string test_failure(const TrainOptions& options, amp::Mode mode) {
+  const char* rank = std::getenv("MPBENCH_TEST_FAIL_RANK");
+  const char* mode_name = std::getenv("MPBENCH_TEST_FAIL_MODE");
+  if (!rank || !mode_name || mode_name != std::string(amp::mode_name(mode))) return "";
+  const int mine = options.reducer ? options.reducer->rank() : 0;
+  if (std::string(rank) != std::to_string(mine)) return "";
+  return std::string("the test hook MPBENCH_TEST_FAIL_RANK=") + rank + " MPBENCH_TEST_FAIL_MODE=" + mode_name +
+         " failed this rank's step";
+}
+
 }  // namespace
 
 Trainer::Trainer(const GptConfig& config, const TrainOptions& options, TransformerOps<float>& ops, amp::Mode mode)
@@ -90,7 +104,8 @@ Trainer::Trainer(const GptConfig& config, const TrainOptions& options, Transform
              options.activation_storage),
       optimizer_(options, ops, model_.parameter_count()),
       loss_scaling_(amp::policy(mode).loss_scaling == amp::LossScaling::dynamic),
-      scaler_(amp::initial_scaler_state(options.scaler)) {
+      scaler_(amp::initial_scaler_state(options.scaler)),
+      test_failure_(test_failure(options, mode)) {
   model_.init(options.seed);
   // The model reads low-precision weights only where the policy stores them so; the fp32 master
   // copy is then separate. In the amp modes the weights themselves are fp32 (the GEMMs read them
@@ -141,30 +156,54 @@ StepRecord Trainer::step(TokenSource& data) {
   StepRecord record;
   record.step = step_;
   record.loss_scale = loss_scaling_ ? scaler_.scale : 1.0;
-  in_op_range(ops_, "zero_grad", -1, Phase::optimizer, [&] { model_.zero_grad(); });
   GradientReducer* reducer = options_.reducer;
+  // Data parallelism: `work` is this rank's alone; before the collective that follows it, every
+  // rank says whether it got through (an interrupt is not a failure: it stops the step as before).
+  const auto then_agree = [reducer](auto&& work) {
+    if (!reducer) return work();
+    std::string failure;
+    try {
+      work();
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const RankFailed&) {
+      throw;
+    } catch (const std::exception& e) {
+      failure = *e.what() ? e.what() : "an error without a message";
+    }
+    reducer->agree_going(failure);
+  };
   const int ranks = reducer ? reducer->world_size() : 1;
   // The mean over every rank's micro-batches: each rank's share of the sum is 1 / (micro * ranks).
   const int shares = options_.micro_batches * ranks;
-  for (int micro = 0; micro < options_.micro_batches; ++micro) {
-    if (micro > 0) stop_if_interrupted();  // a step of many micro-batches must not outlast Ctrl-C
-    const TokenBatch batch = next_batch_of_rank(data);
-    record.loss += model_.forward(batch.inputs.data(), batch.targets.data()) / shares;
-    model_.backward(record.loss_scale / shares);
-  }
+  then_agree([&] {
+    if (!test_failure_.empty()) throw BackendError(test_failure_);
+    in_op_range(ops_, "zero_grad", -1, Phase::optimizer, [&] { model_.zero_grad(); });
+    for (int micro = 0; micro < options_.micro_batches; ++micro) {
+      if (micro > 0) stop_if_interrupted();  // a step of many micro-batches must not outlast Ctrl-C
+      const TokenBatch batch = next_batch_of_rank(data);
+      record.loss += model_.forward(batch.inputs.data(), batch.targets.data()) / shares;
+      model_.backward(record.loss_scale / shares);
+    }
+  });
   const std::size_t count = model_.parameter_count();
   if (reducer) {
-    const auto reduce_start = std::chrono::steady_clock::now();
-    in_op_range(ops_, "grad_all_reduce", -1, Phase::optimizer, [&] { reducer->sum(model_.grads(), count); });
-    record.communication_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count();
+    then_agree([&] {
+      const auto reduce_start = std::chrono::steady_clock::now();
+      in_op_range(ops_, "grad_all_reduce", -1, Phase::optimizer, [&] { reducer->sum(model_.grads(), count); });
+      record.communication_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count();
+    });
     record.loss = reducer->sum(record.loss);
   }
   double scaled_norm = 0;
-  in_op_range(ops_, "global_norm", -1, Phase::optimizer, [&] { scaled_norm = ops_.global_norm(model_.grads(), count); });
-  record.grad_norm = scaled_norm / record.loss_scale;
-  record.lr = cosine_learning_rate(step_, options_.steps, options_.warmup_steps, options_.max_lr, options_.min_lr);
-  bool finite = std::isfinite(scaled_norm) && std::isfinite(record.loss);
+  bool finite = true;
+  then_agree([&] {
+    in_op_range(ops_, "global_norm", -1, Phase::optimizer, [&] { scaled_norm = ops_.global_norm(model_.grads(), count); });
+    record.grad_norm = scaled_norm / record.loss_scale;
+    record.lr = cosine_learning_rate(step_, options_.steps, options_.warmup_steps, options_.max_lr, options_.min_lr);
+    finite = std::isfinite(scaled_norm) && std::isfinite(record.loss);
+  });
   // Every rank skips the same steps and keeps the same scale: the found-inf flag over the ranks.
   if (reducer) finite = reducer->max(finite ? 0.0 : 1.0) == 0.0;
   if (!finite && !loss_scaling_) {

@@ -5,6 +5,7 @@
 // reads bf16 weights, dynamic loss scaling (GradScaler semantics) in amp-fp16.
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,25 @@ class GradientReducer {
   // loss scaler's found-inf flag).
   virtual double sum(double value) = 0;
   virtual double max(double value) = 0;
+  // Collective, made by every rank before each collective of a step: this rank's word on whether it
+  // can go on (`failure` empty) or not (why). Returns when every rank can; otherwise throws
+  // RankFailed on every rank alike, naming the lowest rank that cannot and its reason. A rank that
+  // fails alone must not leave the others waiting in the step's next collective.
+  virtual void agree_going(const std::string& failure) = 0;
+};
+
+// A rank of a data-parallel job could not go on, as every rank agreed (GradientReducer::agree_going):
+// the job ends on every rank, not only the mode.
+class RankFailed : public std::runtime_error {
+ public:
+  RankFailed(int rank, const std::string& reason)
+      : std::runtime_error("rank " + std::to_string(rank) + " failed: " + reason), rank_(rank), reason_(reason) {}
+  int rank() const { return rank_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  int rank_;
+  std::string reason_;
 };
 
 struct TrainOptions {
@@ -111,7 +131,9 @@ class Trainer {
 
   // One optimizer step over options.micro_batches batches from `data`. Throws BackendError when the
   // loss becomes NaN or inf in a mode without loss scaling, and Interrupted (core/error.hpp)
-  // when an interrupt comes between two micro-batches (the step is then dropped, not taken).
+  // when an interrupt comes between two micro-batches (the step is then dropped, not taken). With
+  // a reducer, whatever else fails on this rank is first agreed with the other ranks before the
+  // step's next collective: RankFailed then, on every rank.
   StepRecord step(TokenSource& data);
 
   Gpt2Model<float>& model() { return model_; }
@@ -138,6 +160,7 @@ class Trainer {
   bool loss_scaling_;
   amp::ScalerState scaler_;
   int step_ = 0;
+  std::string test_failure_;  // MPBENCH_TEST_FAIL_RANK/MODE's failure for this rank and mode, or empty
 };
 
 // Trains config from options.seed on batches from `data`; returns one record per step.

@@ -798,6 +798,15 @@ TransformerOutcome run_transformer_suite(const TransformerPlan& plan, Transforme
     } catch (const BackendError& e) {
       c.status = CaseStatus::error;
       c.message = e.what();
+    } catch (const RankFailed& e) {
+      // Every rank agreed on it within the same step: each ends its run here, in step, and rank 0
+      // keeps this mode as an error case after the finished ones; the modes after it do not run.
+      c.status = CaseStatus::error;
+      c.message = fmt::format("{}; the job ends: the modes after this one did not run", e.what());
+      c.details["failed_rank"] = {{"rank", e.rank()}, {"reason", e.reason()}};
+      progress(fmt::format("transformer {} {}: error: {}", c.name, c.precision, c.message));
+      keep(std::move(c));
+      return outcome;
     }
     if (c.status == CaseStatus::error) {
       if (plan.train.reducer && plan.train.reducer->world_size() > 1)
