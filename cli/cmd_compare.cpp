@@ -95,11 +95,11 @@ void write_report(const std::string& out, const WriteReport& report, compare::Fo
 // The file gets the requested format (e.g. markdown for a CI comment), written on another thread,
 // the log the text: printed as soon as it is made, so that the verdicts are on the screen whatever
 // happens to the file; an error writing it comes after.
-int print_and_write(const std::string& out, compare::Format format, const std::function<std::string()>& text,
+int print_and_write(const std::string& out, compare::Format format, const std::function<void()>& print_log,
                     const WriteReport& report, int exit_code) {
   auto written = std::async(std::launch::async, [&] { write_report(out, report, format); });
   try {
-    fmt::print("{}", text());
+    print_log();
     std::fflush(stdout);
   } catch (...) {
     written.wait();
@@ -153,7 +153,7 @@ int run_compare(const CompareArgs& args) {
       fmt::print("{}", compare::render_peer(report, format));
       return report.exit_code();
     }
-    const auto text = [&report] { return compare::render_peer_text(report); };
+    const auto text = [&report] { fmt::print("{}", compare::render_peer_text(report)); };
     const WriteReport write = [&](std::ostream& o) { o << compare::render_peer(report, format); };
     return print_and_write(args.out, format, text, write, report.exit_code());
   }
@@ -164,7 +164,12 @@ int run_compare(const CompareArgs& args) {
     fmt::print("{}", compare::render(report, format));
     return report.exit_code();
   }
-  const auto text = [&report] { return compare::render_text(report); };
+  if (format == compare::Format::text) {  // the log and the file: one text, made once
+    const std::string text = compare::render_text(report);
+    return print_and_write(args.out, format, [&text] { fmt::print("{}", text); },
+                           [&text](std::ostream& o) { o << text; }, report.exit_code());
+  }
+  const auto text = [&report] { fmt::print("{}", compare::render_text(report)); };
   const WriteReport write = [&](std::ostream& o) { compare::write_rendered(o, report, format); };
   return print_and_write(args.out, format, text, write, report.exit_code());
 }

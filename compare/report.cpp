@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -51,7 +52,23 @@ std::string suites_text(const Side& side) {
   return suites.empty() ? "no cases" : fmt::format("suites {}", fmt::join(suites, ", "));
 }
 
-int verdict_order(Verdict v) { return static_cast<int>(v); }
+// The comparisons by verdict (regressed, improved, noisy, same), in case order within each: a
+// stable counting sort moved into place cycle by cycle, where std::stable_sort's buffer of the
+// whole vector was a third of a GB more for a million comparisons.
+void in_verdict_order(std::vector<Comparison>& comparisons) {
+  constexpr std::size_t kVerdicts = 4;
+  std::array<std::size_t, kVerdicts> next{};
+  for (const Comparison& c : comparisons)
+    for (std::size_t v = static_cast<std::size_t>(c.verdict) + 1; v < kVerdicts; ++v) ++next[v];
+  std::vector<std::size_t> destination(comparisons.size());
+  for (std::size_t i = 0; i < comparisons.size(); ++i)
+    destination[i] = next[static_cast<std::size_t>(comparisons[i].verdict)]++;
+  for (std::size_t i = 0; i < comparisons.size(); ++i)
+    while (destination[i] != i) {
+      std::swap(comparisons[i], comparisons[destination[i]]);
+      std::swap(destination[i], destination[destination[i]]);
+    }
+}
 
 }  // namespace
 
@@ -146,6 +163,7 @@ Report compare(const Side& base, const Side& current, const Options& options) {
 
   const auto base_indexes = indexes_of(base), current_indexes = indexes_of(current);
   const RunsByKey base_runs(base, base_indexes, view_of), current_runs(current, current_indexes, view_of);
+  report.comparisons.reserve(base_runs.groups().size() * (options.absolute ? 2 : 1));
   for (const CaseRuns b : base_runs.groups()) {
     const CaseKeyView key = base_runs.key(b);
     const CaseRuns n = current_runs.find(key);
@@ -173,9 +191,7 @@ Report compare(const Side& base, const Side& current, const Options& options) {
                                  fmt::join(report.base_sources, ", "), suites_text(base),
                                  fmt::join(report.current_sources, ", "), suites_text(current)));
 
-  std::stable_sort(report.comparisons.begin(), report.comparisons.end(), [](const auto& x, const auto& y) {
-    return verdict_order(x.verdict) < verdict_order(y.verdict);
-  });
+  in_verdict_order(report.comparisons);
   report.environment = environment_fields(base, current);
   report.library_changes = library_changes(report.environment);
   report.algorithms = compare_algorithms(base, current);
