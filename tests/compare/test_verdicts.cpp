@@ -1,9 +1,14 @@
 #include "compare/verdict.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "compare/render.hpp"
 #include "compare/report.hpp"
@@ -513,6 +518,29 @@ TEST(CaseStatuses, VerdictsAreOrderedRegressedImprovedNoisySame) {
   std::vector<std::string> order;
   for (const auto& c : r.comparisons) order.push_back(c.key.name + ":" + std::string(verdict_name(c.verdict)));
   EXPECT_EQ(order, (std::vector<std::string>{"d:regressed", "b:improved", "c:noisy", "a:same"}));
+}
+
+// Many cases of each verdict, mixed in case order: grouped by verdict, and within each in the
+// order of their cases (the in-place counting sort keeps it stable).
+TEST(CaseStatuses, VerdictsGroupInCaseOrderWithinEach) {
+  std::vector<CaseResult> base_cases, current_cases;
+  std::mt19937 rng(std::random_device{}());
+  const double factors[] = {1.5, 0.7, 1.0, 1.0};  // regressed, improved, noisy (spread 0.3), same
+  std::map<Verdict, std::vector<std::string>> expected;
+  for (int i = 0; i < 60; ++i) {
+    const auto v = static_cast<Verdict>(rng() % 4);
+    const double spread = v == Verdict::noisy ? 0.3 : 0.01;
+    const std::string name = fmt::format("case_{:03}", i);
+    base_cases.push_back(timed_case(name, "fp32", samples_around(1e-3, spread, 3)));
+    current_cases.push_back(timed_case(name, "fp32", samples_around(factors[static_cast<int>(v)] * 1e-3, spread, 3)));
+    expected[v].push_back(name);
+  }
+  const auto r = compare_docs(document(base_cases), document(current_cases));
+  std::vector<std::string> order, wanted;
+  for (const auto& c : r.comparisons) order.push_back(std::string(verdict_name(c.verdict)) + " " + c.key.name);
+  for (const auto& [v, names] : expected)
+    for (const auto& name : names) wanted.push_back(std::string(verdict_name(v)) + " " + name);
+  EXPECT_EQ(order, wanted);
 }
 
 }  // namespace
