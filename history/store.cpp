@@ -217,6 +217,11 @@ Store::Store(const std::filesystem::path& path, Mode mode) : path_(path) {
     throw UsageError(fmt::format("history {}: cannot open it: {}", path.string(), why));
   }
   try {
+    // SQLite opens a file it may not write for reading only, and says so at the first write.
+    if (mode == Mode::write && sqlite3_db_readonly(db_, "main") == 1)
+      throw UsageError(fmt::format("history {}: the file is read-only (its permissions or a read-only mount): "
+                                   "nothing can be added to it; make it writable, or give another file",
+                                   path.string()));
     check(sqlite3_busy_timeout(db_, kBusyTimeoutMs), path, db_, "setting its busy timeout");
     check_schema(db_, path, mode);
     if (mode == Mode::write) execute(db_, path, "PRAGMA journal_mode = WAL", "switching it to WAL mode");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -127,6 +128,59 @@ TEST_F(History, ForeignCorruptedAndNewerFilesAreRefusedUnchanged) {
   }
   EXPECT_THROW(Store(folder_ / "missing.sqlite", Store::Mode::read), UsageError);
   EXPECT_FALSE(std::filesystem::exists(folder_ / "missing.sqlite")) << "reading creates nothing";
+}
+
+// A history the user may not write: `add` refuses it, naming the file and why, and it stays as it
+// was; it can still be read. Root writes through file permissions, so where the test runs as root
+// the store is opened by a child process as the unprivileged user nobody.
+TEST_F(History, AReadOnlyFileIsRefusedUnchanged) {
+  {
+    Store store(db(), Store::Mode::write);
+    store.add({write_run("a.json", 0.5e-3)});
+  }
+  ASSERT_EQ(::chmod(db().c_str(), 0444), 0);
+  ASSERT_EQ(::chmod(folder_.c_str(), 0777), 0);  // SQLite's -shm beside a WAL database, even to read
+  const std::string before = bytes_of(db());
+  const auto extra = write_run("b.json", 0.6e-3);
+  int message[2];
+  ASSERT_EQ(::pipe(message), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(message[0]);
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    std::string said = "opened";
+    int status = 1;
+    try {
+      Store store(db(), Store::Mode::write);
+      store.add({extra});
+    } catch (const UsageError& e) {
+      said = e.what();
+      status = 0;
+    }
+    try {
+      Store reading(db(), Store::Mode::read);
+      if (reading.runs() != 1) status = 4;
+    } catch (const UsageError&) {
+      status = 5;
+    }
+    [[maybe_unused]] const auto written = ::write(message[1], said.data(), said.size());
+    ::_exit(status);
+  }
+  ::close(message[1]);
+  std::string said;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(message[0], buffer, sizeof buffer)) > 0;) said.append(buffer, static_cast<std::size_t>(n));
+  ::close(message[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the read-only file was written; 3: no unprivileged user; 4, 5: it could "
+                                       "not be read then; said: "
+                                    << said;
+  EXPECT_NE(said.find(db().string()), std::string::npos) << said;
+  EXPECT_NE(said.find("read-only"), std::string::npos) << said;
+  EXPECT_EQ(bytes_of(db()), before);
 }
 
 // Two CI jobs appending at once: every run lands, none twice (WAL, a busy timeout, one immediate
