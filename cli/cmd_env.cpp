@@ -56,6 +56,8 @@ void print_text(const nlohmann::json& env) {
     fmt::print("          from {} ({})\n", env["onednn"]["source"].get<std::string>(), value_or_missing(env["onednn"], "library"));
   if (env["onednn"].value("default_isa_limit", nlohmann::json()).is_string())
     fmt::print("          {}\n", env["onednn"]["default_isa_limit"].get<std::string>());
+  if (const auto check = env["onednn"].value("amx_self_check", nlohmann::json()); check.is_object())
+    fmt::print("          AMX bf16 self-check {}: {}\n", value_or_missing(check, "outcome"), value_or_missing(check, "detail"));
   print_capabilities(fmt::format("cpu gemms (--cpu-gemm {})", value_or_missing(env["cpu"], "gemm_path_choice")),
                      env["cpu"].value("capabilities", nlohmann::json()));
   const auto& mpi = env["mpi"];

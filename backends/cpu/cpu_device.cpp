@@ -302,6 +302,13 @@ std::string onednn_library_path() {
   return info.dli_fname;
 }
 
+// The AMX self-check's outcome and what it found, or null where none ran.
+nlohmann::json amx_self_check_json() {
+  const auto check = amx_self_check();
+  if (!check) return nullptr;
+  return {{"outcome", outcome_name(check->outcome)}, {"detail", check->detail}};
+}
+
 }  // namespace
 
 nlohmann::json CpuDevice::environment() const {
@@ -320,7 +327,8 @@ nlohmann::json CpuDevice::environment() const {
             {"library", onednn_library_path()},
             {"effective_isa", effective_isa_name()},
             {"max_isa_env", max_isa ? max_isa : ""},
-            {"default_isa_limit", isa_note_ ? nlohmann::json(*isa_note_) : nlohmann::json(nullptr)}}},
+            {"default_isa_limit", isa_note_ ? nlohmann::json(*isa_note_) : nlohmann::json(nullptr)},
+            {"amx_self_check", amx_self_check_json()}}},
           {"element_loops", element_loops_name()},
           {"threads", omp_get_max_threads()},
           {"gemm_path_choice", gemm_path_choice_name(options_.gemm_path)},

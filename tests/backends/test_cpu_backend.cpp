@@ -19,6 +19,7 @@
 #include "backends/cpu/conversions.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/isa.hpp"
+#include "backends/cpu/self_check.hpp"
 #include "backends/reference/reference_backend.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
@@ -161,6 +162,50 @@ TEST(CpuBackend, AnIsaLimitAfterCpuWorkIsRefused) {
     error = e.what();
   }
   EXPECT_NE(error.find("--cpu-isa sse41: oneDNN refused it"), std::string::npos) << error;
+}
+
+// The bf16 self-check that decides AMX (backends/cpu/self_check.hpp) runs in a child process
+// whatever the CPU: here under no limit, where it must pass wherever oneDNN has a bf16 matmul
+// (natively on AVX512-BF16 or AMX), and with faults the test hooks make, which it must catch.
+class Bf16SelfCheck : public ::testing::Test {
+ protected:
+  void TearDown() override { ::unsetenv("MPBENCH_TEST_SELF_CHECK_FAULT"); }
+  static cpu::SelfCheck with_fault(const char* fault, const std::string& kernel = "") {
+    ::setenv("MPBENCH_TEST_SELF_CHECK_FAULT", fault, 1);
+    return cpu::run_bf16_self_check("all", kernel);
+  }
+};
+
+TEST_F(Bf16SelfCheck, PassesOnCorrectProducts) {
+  const cpu::SelfCheck check = cpu::run_bf16_self_check("all", "");
+  const CpuDescription host = describe_cpu();
+  if (host.has("avx512_bf16") || host.has("amx_bf16")) {
+    EXPECT_EQ(check.outcome, cpu::SelfCheck::Outcome::passed) << check.detail;
+  } else {
+    EXPECT_NE(check.outcome, cpu::SelfCheck::Outcome::failed) << check.detail;
+  }
+  if (check.outcome == cpu::SelfCheck::Outcome::passed) {
+    EXPECT_NE(check.detail.find("6 bf16 products"), std::string::npos) << check.detail;
+  }
+}
+
+TEST_F(Bf16SelfCheck, AWrongElementFailsItNamed) {
+  if (const auto clean = cpu::run_bf16_self_check("all", ""); clean.outcome != cpu::SelfCheck::Outcome::passed)
+    GTEST_SKIP() << "no bf16 matmul to check here: " << clean.detail;
+  const cpu::SelfCheck check = with_fault("wrong");
+  EXPECT_EQ(check.outcome, cpu::SelfCheck::Outcome::failed) << check.detail;
+  EXPECT_NE(check.detail.find("16x16x32 element (8, 0)"), std::string::npos) << check.detail;
+}
+
+TEST_F(Bf16SelfCheck, ASignalFailsIt) {
+  const cpu::SelfCheck check = with_fault("signal");
+  EXPECT_EQ(check.outcome, cpu::SelfCheck::Outcome::failed);
+  EXPECT_NE(check.detail.find("signal 4 (SIGILL)"), std::string::npos) << check.detail;
+}
+
+TEST_F(Bf16SelfCheck, AnotherKernelThanAskedIsNoCheck) {
+  const cpu::SelfCheck check = cpu::run_bf16_self_check("all", "no-such-kernel");
+  EXPECT_EQ(check.outcome, cpu::SelfCheck::Outcome::not_run) << check.detail;
 }
 
 TEST(CpuBackend, NoHostTransfersWithoutAGpu) {
