@@ -34,6 +34,7 @@ QuantizeStats DelayedScaler::quantize(std::span<const float> x, std::span<uint8_
   for (std::size_t i = 0; i < x.size(); ++i) {
     stats.amax = max_propagating_nan(stats.amax, std::fabs(x[i]));
     out[i] = quantize_fp8(x[i], scale_, e4m3, saturated);
+    if ((out[i] & 0x7Fu) == 0 && x[i] != 0.0f) stats.underflowed += 1;
   }
   stats.saturated = saturated;
   saturated_total_ += saturated;

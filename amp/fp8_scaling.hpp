@@ -55,6 +55,7 @@ struct DelayedScalingConfig {
 struct QuantizeStats {
   float amax = 0;
   uint64_t saturated = 0;
+  uint64_t underflowed = 0;  // nonzero finite inputs stored as +-0
   uint64_t elements = 0;
 };
 

@@ -86,11 +86,24 @@ TEST(DelayedScaling, CountsSaturation) {
   EXPECT_EQ(q[7], 0xB0);
   EXPECT_TRUE(std::isinf(stats.amax));
   EXPECT_EQ(scaler.saturated_total(), 4u);
+  EXPECT_EQ(stats.underflowed, 0u);
   uint32_t saturated = 0;
   EXPECT_EQ(quantize_fp8(std::numeric_limits<float>::quiet_NaN(), 1.0f, true, saturated), 0x7F);
   EXPECT_EQ(quantize_fp8(-70000.0f, 1.0f, false, saturated), 0xFB);
   EXPECT_EQ(quantize_fp8(61439.0f, 1.0f, false, saturated), 0x7B);
   EXPECT_EQ(saturated, 1u);
+}
+
+TEST(DelayedScaling, CountsUnderflow) {
+  // Scale 1 (the first step): e4m3's smallest subnormal is 2^-9, so 2^-10 (a tie, to the even code
+  // 0) and 2^-12 flush to zero and are counted; 1.5 * 2^-10 rounds up to 2^-9; zeros are not counted.
+  DelayedScaler scaler(config(1));
+  const std::vector<float> x = {0x1p-10f, -0x1p-12f, 0x1.8p-10f, 0.0f, -0.0f, 1.0f};
+  std::vector<uint8_t> q(x.size());
+  const QuantizeStats stats = scaler.quantize(x, q);
+  EXPECT_EQ(stats.underflowed, 2u);
+  EXPECT_EQ(q[1], 0x80);
+  EXPECT_EQ(q[2], 0x01);
 }
 
 TEST(DelayedScaling, ScaledRoundTripIsAccurateAfterOneStep) {
