@@ -92,7 +92,17 @@ std::optional<std::string> why_not_native(GemmPrecision precision, const CpuDesc
       if (!cpu.has("avx512_fp16") && !cpu.has("amx_fp16"))
         return fmt::format("{} has no fp16 matmul instructions (AVX512-FP16 or AMX-FP16)", cpu.model);
 #if DNNL_VERSION_MAJOR >= 3
-      return fmt::format("mpbench does not yet run oneDNN {}'s fp16 matmul natively (issue 33)", version);
+      if (!effective_isa_covers("avx512_core_fp16"))
+        return fmt::format("oneDNN may use ISA {} only (--cpu-isa, DNNL_MAX_CPU_ISA or mpbench's AMX default), which "
+                           "leaves out AVX512-FP16",
+                           effective_isa_name());
+      try {
+        // Accumulated in fp32: oneDNN's default (strict) accumulation mode, as the bf16 matmul.
+        matmul_descriptor(engine, {precision, 1, 64, 64, 64, false, true, DType::f16}, DType::f16, DType::f16);
+        return std::nullopt;
+      } catch (const dnnl::error&) {
+        return fmt::format("oneDNN {} has no fp16 matmul for ISA {}", version, effective_isa_name());
+      }
 #else
       return fmt::format("oneDNN {} has no fp16 matmul on CPUs (oneDNN 3.2 and later run one on AVX512-FP16)",
                          version);
