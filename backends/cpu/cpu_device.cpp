@@ -69,6 +69,24 @@ dnnl::matmul::primitive_desc matmul_descriptor(const dnnl::engine& engine, const
 
 std::string gemm_name(GemmPrecision precision) { return std::string(gemm_precision_info(precision).name); }
 
+// Why oneDNN cannot run a matmul of `type` operands and result for `precision` on this CPU, whose
+// flags have the instructions: the ISA it may use leaves them out (`isa`, an isa_names() name,
+// names the least that has them), or it has no kernel. Nothing when it can; it accumulates in
+// fp32 (oneDNN's default, strict, accumulation mode).
+std::optional<std::string> onednn_matmul(GemmPrecision precision, DType type, const char* isa,
+                                         const char* instructions, const dnnl::engine& engine) {
+  if (!effective_isa_covers(isa))
+    return fmt::format("oneDNN may use ISA {} only (--cpu-isa, DNNL_MAX_CPU_ISA or mpbench's AMX default), which "
+                       "leaves out {}",
+                       effective_isa_name(), instructions);
+  try {
+    matmul_descriptor(engine, {precision, 1, 64, 64, 64, false, true, type}, type, type);
+    return std::nullopt;
+  } catch (const dnnl::error&) {
+    return fmt::format("oneDNN {} has no {} matmul for ISA {}", onednn_version(), dtype_name(type), effective_isa_name());
+  }
+}
+
 // Why `precision` cannot run natively on this CPU, or nothing when it can: the instructions first
 // (from the CPU's flags, then the ISA oneDNN may use), then whether oneDNN has a kernel.
 std::optional<std::string> why_not_native(GemmPrecision precision, const CpuDescription& cpu,
@@ -78,31 +96,13 @@ std::optional<std::string> why_not_native(GemmPrecision precision, const CpuDesc
     case GemmPrecision::bf16: {
       if (!cpu.has("avx512_bf16") && !cpu.has("amx_bf16"))
         return fmt::format("{} has no bf16 matmul instructions (AVX512-BF16 or AMX-BF16)", cpu.model);
-      if (!effective_isa_covers("avx512_core_bf16"))
-        return fmt::format("oneDNN may use ISA {} only (--cpu-isa or DNNL_MAX_CPU_ISA), which leaves out AVX512-BF16",
-                           effective_isa_name());
-      try {
-        matmul_descriptor(engine, {precision, 1, 64, 64, 64, false, true, DType::bf16}, DType::bf16, DType::bf16);
-        return std::nullopt;
-      } catch (const dnnl::error&) {
-        return fmt::format("oneDNN {} has no bf16 matmul for ISA {}", version, effective_isa_name());
-      }
+      return onednn_matmul(precision, DType::bf16, "avx512_core_bf16", "AVX512-BF16", engine);
     }
     case GemmPrecision::fp16:
       if (!cpu.has("avx512_fp16") && !cpu.has("amx_fp16"))
         return fmt::format("{} has no fp16 matmul instructions (AVX512-FP16 or AMX-FP16)", cpu.model);
 #if DNNL_VERSION_MAJOR >= 3
-      if (!effective_isa_covers("avx512_core_fp16"))
-        return fmt::format("oneDNN may use ISA {} only (--cpu-isa, DNNL_MAX_CPU_ISA or mpbench's AMX default), which "
-                           "leaves out AVX512-FP16",
-                           effective_isa_name());
-      try {
-        // Accumulated in fp32: oneDNN's default (strict) accumulation mode, as the bf16 matmul.
-        matmul_descriptor(engine, {precision, 1, 64, 64, 64, false, true, DType::f16}, DType::f16, DType::f16);
-        return std::nullopt;
-      } catch (const dnnl::error&) {
-        return fmt::format("oneDNN {} has no fp16 matmul for ISA {}", version, effective_isa_name());
-      }
+      return onednn_matmul(precision, DType::f16, "avx512_core_fp16", "AVX512-FP16", engine);
 #else
       return fmt::format("oneDNN {} has no fp16 matmul on CPUs (oneDNN 3.2 and later run one on AVX512-FP16)",
                          version);
