@@ -91,6 +91,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--grad-reduce", o->grad_reduce,
                   "under a launcher (several ranks): what the gradients' all-reduce moves, fp32, bf16 or fp16")
       ->capture_default_str()->group(training);
+  cmd->add_option("--grad-buckets", o->grad_buckets,
+                  "under a launcher: MiB of fp32 gradients per all-reduce bucket (whole tensors, last layer first), "
+                  "each started as soon as the backward pass has finished its gradients, overlapping the rest of "
+                  "the backward (PyTorch DDP's bucket_cap_mb); 0 sums every gradient at once after the backward pass")
+      ->check(kNonNegative)->capture_default_str()->group(training);
   cmd->add_option("--vocab-pad", t.vocab_pad, "pad the vocabulary to a multiple of this (64 gives llm.c's 50304; 1 keeps 50257)")
       ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--attention", t.attention,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -417,6 +418,9 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   Backend& backend = *choice.backend;
   if (!choice.note.empty() && job.leader()) std::fprintf(stderr, "mpbench: note: %s\n", choice.note.c_str());
   grad_reduce_dtype(options.grad_reduce);
+  if (!std::isfinite(options.grad_buckets) || options.grad_buckets < 0)
+    throw UsageError(fmt::format("bad --grad-buckets {}: use a size in MiB, or 0 for one all-reduce after the backward pass",
+                                 options.grad_buckets));
   const bool data_parallel = run_transformer && job.group->size() > 1;
   std::unique_ptr<Communicator> communicator;
   std::string no_communicator;
@@ -430,6 +434,7 @@ int run_on_rank(const RunOptions& options, const SuiteSelection& selection, Job&
   if (plan && data_parallel) {
     reducer = make_gradient_reducer(backend, *communicator, *job.group, options.grad_reduce);
     plan->train.reducer = reducer.get();
+    plan->train.grad_bucket_mib = options.grad_buckets;
     if (!job.leader()) plan->checkpoint_out.clear();  // rank 0's weights are every rank's
   }
   const std::vector<GemmPrecision> gemms_run = gemm_precisions_run(options.precisions, suites, plan);

@@ -22,6 +22,7 @@ struct RunOptions {
   std::optional<double> max_noise, min_time, timeout;
   std::vector<std::string> benchmark_args;  // --benchmark_* passed to Google Benchmark
   std::string grad_reduce = "fp32";  // what data-parallel training's gradients travel in
+  double grad_buckets = 25;          // MiB per gradient bucket (workloads::TrainOptions::grad_bucket_mib); 0: one sum
   // The transformer suite's own options; its modes come from `precisions`.
   workloads::TransformerSuiteOptions transformer;
 };

@@ -122,6 +122,19 @@ const std::vector<Collective>& collectives() {
   return all;
 }
 
+namespace {
+struct FinishedRequest final : CollectiveRequest {
+  bool test() override { return true; }
+  void wait() override {}
+};
+}  // namespace
+
+std::unique_ptr<CollectiveRequest> Communicator::start_all_reduce_sum(const DeviceBuffer& send, DeviceBuffer& receive,
+                                                                      std::size_t count) {
+  all_reduce_sum(send, receive, count);
+  return std::make_unique<FinishedRequest>();
+}
+
 double bus_bandwidth_factor(Collective c, int world_size) {
   const double n = world_size;
   switch (c) {

@@ -70,6 +70,18 @@ const std::vector<Collective>& collectives();
 // and all_gather (n-1)/n, broadcast 1.
 double bus_bandwidth_factor(Collective c, int world_size);
 
+// A collective started without waiting (Communicator::start_all_reduce_sum): its buffers must be
+// left alone, neither read nor written, until test() has said true or wait() has returned.
+class CollectiveRequest {
+ public:
+  virtual ~CollectiveRequest() = default;
+  // Lets the library progress the collective (MPI_Test; a CUDA event query); true once it is done.
+  virtual bool test() = 0;
+  // Returns when the collective is done (on the device: work queued after it on the backend's
+  // stream runs after it).
+  virtual void wait() = 0;
+};
+
 // Collectives on the backend's device buffers (host memory on the CPU, device memory on a GPU),
 // in place of each rank's part. Reductions are sums. Counts are elements.
 class Communicator {
@@ -85,6 +97,12 @@ class Communicator {
   virtual std::string reduction(DType dtype) const = 0;
   // send and receive hold `count` elements each (receive may be send: in place).
   virtual void all_reduce_sum(const DeviceBuffer& send, DeviceBuffer& receive, std::size_t count) = 0;
+  // The same, started without waiting: NCCL on a communication stream of its own, after the work
+  // queued so far on the backend's stream; MPI with MPI_Iallreduce, progressed by the request's
+  // test() and wait(). Every rank starts its non-blocking collectives in the same order. The
+  // default runs all_reduce_sum at once and returns a finished request.
+  virtual std::unique_ptr<CollectiveRequest> start_all_reduce_sum(const DeviceBuffer& send, DeviceBuffer& receive,
+                                                                   std::size_t count);
   // send holds size() * count elements; receive gets this rank's `count` of their sum.
   virtual void reduce_scatter_sum(const DeviceBuffer& send, DeviceBuffer& receive, std::size_t count) = 0;
   // send holds `count`; receive gets size() * count, rank r's at r * count.

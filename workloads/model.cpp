@@ -385,6 +385,7 @@ void Gpt2Model<Real>::block_backward(int l, Buffer& residual, Buffer& dresidual)
   LayerActivations& a = acts_.layers[l];
   LayerActivations& d = dacts_.layers[l];
   const Phase bwd = Phase::backward;
+  const std::size_t first = 2 + 12 * static_cast<std::size_t>(l);  // the block's ln_1.weight in tensors()
   // The gradient reaching a low-precision branch through a residual add is held in the branch's
   // type, as autocast's cast back to the input dtype does.
   in_op_range(ops_, "residual_2", l, bwd, [&] {
@@ -394,19 +395,25 @@ void Gpt2Model<Real>::block_backward(int l, Buffer& residual, Buffer& dresidual)
   in_op_range(ops_, "mlp.c_proj", l, bwd, [&] {
     ops_.matmul_backward(d.fch_gelu.tensor(), g.fcprojw, g.fcprojb, d.fcproj.tensor(), a.fch_gelu.tensor(),
                          p.fcprojw, N, 4 * C, C);
+    gradients_final_from(first + 10);
   });
+  tell_final();
   in_op_range(ops_, "gelu", l, bwd, [&] {
     ops_.gelu_backward(d.fch.tensor(), d.fch_gelu.tensor(), a.fch.tensor(), a.fch.size());
     store(d.fch, OpCategory::gelu);
   });
   in_op_range(ops_, "c_fc", l, bwd, [&] {
     ops_.matmul_backward(d.ln2.tensor(), g.fcw, g.fcb, d.fch.tensor(), a.ln2.tensor(), p.fcw, N, C, 4 * C);
+    gradients_final_from(first + 8);
   });
+  tell_final();
   in_op_range(ops_, "ln_2", l, bwd, [&] {
     ops_.layernorm_backward(d.residual2.tensor(), g.ln2w, g.ln2b, d.ln2.tensor(), a.residual2.tensor(), p.ln2w,
                             a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
     store(d.residual2, OpCategory::add_concat);
+    gradients_final_from(first + 6);
   });
+  tell_final();
   in_op_range(ops_, "residual_1", l, bwd, [&] {
     ops_.residual_backward(dresidual.tensor(), d.attproj.tensor(), d.residual2.tensor(), NC);
     store(d.attproj, OpCategory::matmul);
@@ -414,7 +421,9 @@ void Gpt2Model<Real>::block_backward(int l, Buffer& residual, Buffer& dresidual)
   in_op_range(ops_, "attn.c_proj", l, bwd, [&] {
     ops_.matmul_backward(d.atty.tensor(), g.attprojw, g.attprojb, d.attproj.tensor(), a.atty.tensor(), p.attprojw,
                          N, C, C);
+    gradients_final_from(first + 4);
   });
+  tell_final();
   in_op_range(ops_, "attention", l, bwd, [&] {
     ops_.attention_backward(d.qkv.tensor(), d.atty.tensor(), a.qkv.tensor(), a.att.data(), B_, T_, C,
                             config_.heads);
@@ -422,21 +431,49 @@ void Gpt2Model<Real>::block_backward(int l, Buffer& residual, Buffer& dresidual)
   });
   in_op_range(ops_, "c_attn", l, bwd, [&] {
     ops_.matmul_backward(d.ln1.tensor(), g.qkvw, g.qkvb, d.qkv.tensor(), a.ln1.tensor(), p.qkvw, N, C, 3 * C);
+    gradients_final_from(first + 2);
   });
+  tell_final();
   in_op_range(ops_, "ln_1", l, bwd, [&] {
     ops_.layernorm_backward(dresidual.tensor(), g.ln1w, g.ln1b, d.ln1.tensor(), residual.tensor(), p.ln1w,
                             a.ln1_mean.data(), a.ln1_rstd.data(), N, C);
     store(dresidual, OpCategory::add_concat);
+    gradients_final_from(first + 0);
   });
+  tell_final();
 }
 
 template <typename Real>
-void Gpt2Model<Real>::backward(double loss_weight) {
+void Gpt2Model<Real>::gradients_final_from(std::size_t index) {
+  const std::size_t offset = tensors_.at(index).offset;
+  if (offset >= final_offset_) return;
+  // Parameter gradients are kept in the type the optimizer reads (bf16 in the bf16 mode).
+  const num::Format gradient_format = policy_.op(amp::OpCategory::optimizer).input;
+  if (gradient_format != num::Format::fp32)
+    ops_.round_to(grads_.data() + offset, final_offset_ - offset, gradient_format);
+  final_offset_ = offset;
+}
+
+template <typename Real>
+void Gpt2Model<Real>::tell_final() {
+  if (final_offset_ == told_offset_) return;
+  told_offset_ = final_offset_;
+  if (final_from_ && *final_from_) (*final_from_)(final_offset_);
+}
+
+template <typename Real>
+void Gpt2Model<Real>::backward(double loss_weight, const GradientsFinal& final_from) {
   using amp::OpCategory;
   if (!has_forward_) throw UsageError("backward() needs a forward() first");
   const int N = B_ * T_, C = config_.channels;
   const int V = config_.vocab, Vp = config_.padded_vocab();
   configure_ops();
+  final_from_ = &final_from;
+  final_offset_ = told_offset_ = grads_.size();
+  struct Forget {
+    const GradientsFinal*& callback;
+    ~Forget() { callback = nullptr; }
+  } forget{final_from_};
   in_op_range(ops_, "zero_activation_grads", -1, Phase::backward, [&] {
     zero(dacts_);
     dacts_.losses.upload(std::vector<Real>(dacts_.losses.size(), static_cast<Real>(loss_weight / N)));
@@ -458,7 +495,9 @@ void Gpt2Model<Real>::backward(double loss_weight) {
                             dacts_.lnf.tensor(), residual.tensor(), at(params_, "ln_f.weight"), acts_.lnf_mean.data(),
                             acts_.lnf_rstd.data(), N, C);
     store(dresidual, OpCategory::add_concat);
+    gradients_final_from(tensors_.size() - 2);  // ln_f.weight
   });
+  tell_final();
   for (int l = last; l >= 0; --l) {
     Buffer& block_input = l > 0 ? acts_.layers[l - 1].residual3 : acts_.encoded;
     Buffer& dblock_input = l > 0 ? dacts_.layers[l - 1].residual3 : dacts_.encoded;
@@ -467,10 +506,9 @@ void Gpt2Model<Real>::backward(double loss_weight) {
   in_op_range(ops_, "embedding", -1, Phase::backward, [&] {
     ops_.encoder_backward(at(grads_, "wte.weight"), at(grads_, "wpe.weight"), dacts_.encoded.tensor(), inputs_.data(),
                           B_, T_, C);
-    // Parameter gradients are kept in the type the optimizer reads (bf16 in the bf16 mode).
-    const num::Format gradient_format = policy_.op(OpCategory::optimizer).input;
-    if (gradient_format != num::Format::fp32) ops_.round_to(grads_.data(), grads_.size(), gradient_format);
+    gradients_final_from(0);  // wte (its last contribution) and wpe
   });
+  tell_final();
 }
 
 template class Gpt2Model<float>;

@@ -15,6 +15,7 @@
 // op instead: the same values, in twice the bytes.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,8 +93,16 @@ class Gpt2Model {
   // Runs the model on host token arrays inputs [B,T] and returns the mean cross-entropy against
   // targets [B,T].
   double forward(const std::int32_t* inputs, const std::int32_t* targets);
+  // Told during backward() each time the gradients grads()[offset, parameter_count()) have all
+  // been given their last contribution of this backward pass (and are rounded to the type the
+  // optimizer reads): from the end of the buffer down, as the backward runs from the last layer to
+  // the first (ln_f, then each block's tensors from mlp.c_proj to ln_1, last block first) and ends
+  // with offset 0 (wpe and wte: wte's gradient, tied to the LM head, gets its last contribution from
+  // the embedding's backward, after every block). Data parallelism starts a bucket's all-reduce
+  // there; the backward does not touch those gradients again.
+  using GradientsFinal = std::function<void(std::size_t offset)>;
   // Adds the gradient of (loss_weight * mean loss of the last forward) to grads().
-  void backward(double loss_weight = 1.0);
+  void backward(double loss_weight = 1.0, const GradientsFinal& final_from = {});
   void zero_grad() { grads_.zero(); }
 
  private:
@@ -139,6 +148,10 @@ class Gpt2Model {
   void store(Buffer& x, amp::OpCategory op);
   void block_forward(int l, Buffer& residual);
   void block_backward(int l, Buffer& residual, Buffer& dresidual);
+  // The gradients from tensor `index` of tensors() to the end are final: rounds the newly final
+  // ones to the optimizer's type (in the op's range). tell_final() then tells final_from_.
+  void gradients_final_from(std::size_t index);
+  void tell_final();
 
   GptConfig config_;
   int B_, T_;
@@ -152,6 +165,9 @@ class Gpt2Model {
   std::size_t activation_bytes_ = 0;
   OpsArray<std::int32_t> inputs_, targets_;
   bool has_forward_ = false;
+  const GradientsFinal* final_from_ = nullptr;  // during backward()
+  std::size_t final_offset_ = 0;                // the gradients from here on are final
+  std::size_t told_offset_ = 0;                 // what final_from_ was last told
 };
 
 extern template class Gpt2Model<float>;

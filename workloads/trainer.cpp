@@ -70,6 +70,47 @@ void check_options(const TrainOptions& options) {
   if (options.steps < 1 || options.micro_batches < 1 || options.warmup_steps < 0) {
     throw UsageError("training needs steps >= 1, micro-batches >= 1 and warm-up steps >= 0");
   }
+  if (!(options.grad_bucket_mib >= 0) || !std::isfinite(options.grad_bucket_mib))
+    throw UsageError("gradient buckets need a size of 0 MiB (one reduction after the backward pass) or more");
+}
+
+// Whole tensors from the last to the first (the order the backward pass finishes them), each bucket
+// holding at most `mib` MiB of fp32 gradients, or one larger tensor alone. Offsets decrease from
+// bucket to bucket. wte and wpe (tensors 0 and 1) are final only at the end of the backward (wte's
+// gradient takes the LM head's and the embedding's contributions), so they never share a bucket
+// with a block's tensors: they are the last bucket (or two, when both exceed the size).
+template <typename Plan>
+std::vector<Plan> plan_buckets(const std::vector<ParameterTensor>& tensors, double mib) {
+  const double cap = mib * 1024.0 * 1024.0;
+  std::vector<Plan> buckets;
+  for (std::size_t i = tensors.size(); i-- > 0;) {
+    const ParameterTensor& t = tensors[i];
+    const bool embeddings_start = i == 1 && tensors.size() > 2;
+    if (!buckets.empty() && !embeddings_start && double(buckets.back().elements + t.size) * sizeof(float) <= cap &&
+        buckets.back().offset == t.offset + t.size) {
+      Plan& b = buckets.back();
+      b.first_tensor = i, b.tensors += 1, b.offset = t.offset, b.elements += t.size;
+    } else {
+      buckets.push_back({i, 1, t.offset, t.size});
+    }
+  }
+  return buckets;
+}
+
+// Seconds during which at least one of the buckets was in flight (their [started, done] merged).
+double in_flight_seconds(std::vector<StepRecord::Bucket> buckets) {
+  std::sort(buckets.begin(), buckets.end(), [](const auto& a, const auto& b) { return a.started < b.started; });
+  double total = 0, from = 0, to = -1;
+  for (const auto& b : buckets) {
+    if (b.started > to) {
+      if (to > from) total += to - from;
+      from = b.started, to = b.done;
+    } else {
+      to = std::max(to, b.done);
+    }
+  }
+  if (to > from) total += to - from;
+  return total;
 }
 
 const GptConfig& checked(const GptConfig& config, const TrainOptions& options, TransformerOps<float>& ops,
@@ -107,6 +148,8 @@ Trainer::Trainer(const GptConfig& config, const TrainOptions& options, Transform
       scaler_(amp::initial_scaler_state(options.scaler)),
       test_failure_(test_failure(options, mode)) {
   model_.init(options.seed);
+  if (options.reducer && options.grad_bucket_mib > 0)
+    buckets_ = plan_buckets<BucketPlan>(model_.tensors(), options.grad_bucket_mib);
   // The model reads low-precision weights only where the policy stores them so; the fp32 master
   // copy is then separate. In the amp modes the weights themselves are fp32 (the GEMMs read them
   // rounded, as autocast's cast cache does) and are what the optimizer updates.
@@ -151,6 +194,62 @@ TokenBatch Trainer::next_batch_of_rank(TokenSource& data) {
   return mine;
 }
 
+void Trainer::backward_reducing_buckets(double loss_weight, StepRecord& record,
+                                        std::chrono::steady_clock::time_point step_start) {
+  GradientReducer& reducer = *options_.reducer;
+  const auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count(); };
+  record.buckets.assign(buckets_.size(), {});
+  std::vector<bool> done(buckets_.size(), false);
+  std::size_t started = 0;
+  const auto poll = [&] {
+    for (std::size_t b = 0; b < started; ++b)
+      if (!done[b] && reducer.test(b)) done[b] = true, record.buckets[b].done = now();
+  };
+  // Called between the backward's ops: every bucket whose gradients are all final starts now. The
+  // time in here is the communication's, not the backward's: exposed (MPI progresses a CPU's
+  // all-reduces inside these calls).
+  double in_calls = 0;
+  const auto start_final = [&](std::size_t final_from) {
+    const double entered = now();
+    while (started < buckets_.size() && buckets_[started].offset >= final_from) {
+      const BucketPlan& plan = buckets_[started];
+      StepRecord::Bucket& bucket = record.buckets[started];
+      bucket.first_tensor = plan.first_tensor, bucket.tensors = plan.tensors, bucket.elements = plan.elements;
+      bucket.started = now();
+      const std::size_t number = reducer.start_sum(model_.grads() + plan.offset, plan.elements);
+      if (number != started) throw std::logic_error("the reducer numbered a bucket out of order");
+      ++started;
+    }
+    poll();
+    in_calls += now() - entered;
+  };
+  try {
+    model_.backward(loss_weight, start_final);
+  } catch (...) {
+    // Every rank starts the same buckets: those this rank's failed backward did not start are
+    // started anyway (their sums are never read: the step fails on every rank, agree_going), so
+    // that no other rank waits in one of them.
+    try {
+      start_final(0);
+      for (std::size_t b = 0; b < started; ++b) reducer.wait(b);
+    } catch (...) {
+    }
+    reducer.forget_sums();
+    throw;
+  }
+  // On a GPU the backward's queued work first: the wait below is then the communication's alone.
+  ops_.synchronize();
+  const auto wait_start = std::chrono::steady_clock::now();
+  in_op_range(ops_, "grad_all_reduce", -1, Phase::optimizer, [&] {
+    for (std::size_t b = 0; b < started; ++b)
+      if (!done[b]) reducer.wait(b), done[b] = true, record.buckets[b].done = now();
+  });
+  record.exposed_communication_seconds =
+      in_calls + std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+  reducer.forget_sums();
+  record.communication_seconds = std::max(in_flight_seconds(record.buckets), record.exposed_communication_seconds);
+}
+
 StepRecord Trainer::step(TokenSource& data) {
   const auto start = std::chrono::steady_clock::now();
   StepRecord record;
@@ -176,6 +275,9 @@ StepRecord Trainer::step(TokenSource& data) {
   const int ranks = reducer ? reducer->world_size() : 1;
   // The mean over every rank's micro-batches: each rank's share of the sum is 1 / (micro * ranks).
   const int shares = options_.micro_batches * ranks;
+  // Buckets: the last micro-batch's backward starts their sums (after the ranks agree that every
+  // forward went through: the buckets are collectives); earlier micro-batches only accumulate.
+  const bool bucketed = reducer && !buckets_.empty();
   then_agree([&] {
     if (!test_failure_.empty()) throw BackendError(test_failure_);
     in_op_range(ops_, "zero_grad", -1, Phase::optimizer, [&] { model_.zero_grad(); });
@@ -183,16 +285,21 @@ StepRecord Trainer::step(TokenSource& data) {
       if (micro > 0) stop_if_interrupted();  // a step of many micro-batches must not outlast Ctrl-C
       const TokenBatch batch = next_batch_of_rank(data);
       record.loss += model_.forward(batch.inputs.data(), batch.targets.data()) / shares;
-      model_.backward(record.loss_scale / shares);
+      if (!bucketed || micro + 1 < options_.micro_batches) model_.backward(record.loss_scale / shares);
     }
   });
   const std::size_t count = model_.parameter_count();
-  if (reducer) {
+  if (bucketed) {
+    then_agree([&] { backward_reducing_buckets(record.loss_scale / shares, record, start); });
+    record.loss = reducer->sum(record.loss);
+  } else if (reducer) {
     then_agree([&] {
+      ops_.synchronize();  // on a GPU: the backward's queued work is not the all-reduce's time
       const auto reduce_start = std::chrono::steady_clock::now();
       in_op_range(ops_, "grad_all_reduce", -1, Phase::optimizer, [&] { reducer->sum(model_.grads(), count); });
       record.communication_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - reduce_start).count();
+      record.exposed_communication_seconds = record.communication_seconds;
     });
     record.loss = reducer->sum(record.loss);
   }

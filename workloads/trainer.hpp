@@ -3,6 +3,7 @@
 // a cosine learning-rate schedule with linear warm-up, clipping by global gradient norm, gradient
 // accumulation over micro-batches, and what the mode adds: fp32 master weights where the model
 // reads bf16 weights, dynamic loss scaling (GradScaler semantics) in amp-fp16.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -29,6 +30,20 @@ class GradientReducer {
   virtual std::string dtype() const = 0;  // what the gradients travel in: fp32, bf16 or fp16
   // grads[0, count) (fp32, in the ops' memory) summed over the ranks, in place; done when it returns.
   virtual void sum(float* grads, std::size_t count) = 0;
+  // A bucket of the overlapped reduction (TrainOptions::grad_bucket_mib): starts summing
+  // grads[0, count) over the ranks in place and returns at once, with the bucket's number (0, 1,
+  // ... in the order of the step's start_sum calls; every rank starts the same buckets in the same
+  // order). The bucket's gradients must be left alone until test(number) has said true or
+  // wait(number) has returned; forget_sums() after every bucket of the step is done numbers the
+  // next step's from 0 again. The defaults sum at once (sum above): nothing overlaps.
+  virtual std::size_t start_sum(float* grads, std::size_t count) {
+    sum(grads, count);
+    return started_++;
+  }
+  // Lets the started sums progress (MPI_Test); true once bucket `number` is summed.
+  virtual bool test(std::size_t /*number*/) { return true; }
+  virtual void wait(std::size_t /*number*/) {}
+  virtual void forget_sums() { started_ = 0; }
   // A host value summed over the ranks (the step's loss), and the largest of the ranks' values (the
   // loss scaler's found-inf flag).
   virtual double sum(double value) = 0;
@@ -38,6 +53,9 @@ class GradientReducer {
   // RankFailed on every rank alike, naming the lowest rank that cannot and its reason. A rank that
   // fails alone must not leave the others waiting in the step's next collective.
   virtual void agree_going(const std::string& failure) = 0;
+
+ private:
+  std::size_t started_ = 0;
 };
 
 // A rank of a data-parallel job could not go on, as every rank agreed (GradientReducer::agree_going):
@@ -72,8 +90,16 @@ struct TrainOptions {
   AttentionKernels attention = AttentionKernels::unfused;
   ActivationStorage activation_storage = ActivationStorage::half;  // asked for; see Gpt2Model
   // Several ranks: rank r takes batch r of every `world size` batches, and each step's gradients
-  // are summed over the ranks after the backward pass. nullptr: one process.
+  // are summed over the ranks. nullptr: one process.
   GradientReducer* reducer = nullptr;
+  // With a reducer: the gradients are summed in buckets of whole parameter tensors of at most this
+  // many MiB of fp32 gradients each (a larger tensor is a bucket of its own), made in the order the
+  // backward pass finishes them (last layer first), each started as soon as the last micro-batch's
+  // backward has finished its tensors, while the backward goes on (PyTorch DDP's bucket_cap_mb,
+  // 25 by default); wte and wpe, final only at the backward's end, are the last bucket, never
+  // shared with a block's tensors. The optimizer waits for all of them. 0: one sum of every gradient after the
+  // backward pass.
+  double grad_bucket_mib = 25;
 };
 
 // Linear warm-up to max_lr over the first warmup_steps steps (step 0 gets max_lr / warmup_steps),
@@ -109,7 +135,21 @@ struct StepRecord {
   double loss_scale = 1;   // the scale this step's backward used (1 without loss scaling)
   bool skipped = false;    // non-finite gradients: the optimizer step was skipped
   double seconds = 0;      // wall time of the step, device work included
-  double communication_seconds = 0;  // of which the gradients' all-reduce (none of it overlapped)
+  // Data parallelism: how long the gradients' all-reduce took (from the first bucket's start to the
+  // last one's end, less the gaps with none in flight), and the part of it not hidden by compute
+  // (exposed): the time this rank spent in the reducer's calls during the backward pass (starting
+  // and testing buckets) and the optimizer's wait for them after it. The single reduction after the
+  // backward pass is all exposed.
+  double communication_seconds = 0;
+  double exposed_communication_seconds = 0;
+  struct Bucket {
+    std::size_t first_tensor = 0, tensors = 0;  // model().tensors()[first_tensor, first_tensor + tensors)
+    std::size_t elements = 0;
+    // Seconds from the step's start: when its sum was started, and when this rank saw it done (a
+    // test() between two ops of the backward, or the optimizer's wait).
+    double started = 0, done = 0;
+  };
+  std::vector<Bucket> buckets;  // of the overlapped reduction, in start order; empty with one sum
 };
 
 // Bytes a Trainer allocates through the ops: weights, gradients, the fp32 master copy where the
@@ -150,6 +190,14 @@ class Trainer {
  private:
   void refresh_working_weights();
   TokenBatch next_batch_of_rank(TokenSource& data);
+  // The last micro-batch's backward pass with the buckets' sums started as their gradients are
+  // final, then the wait for all of them; fills the record's communication.
+  void backward_reducing_buckets(double loss_weight, StepRecord& record,
+                                 std::chrono::steady_clock::time_point step_start);
+
+  struct BucketPlan {
+    std::size_t first_tensor, tensors, offset, elements;
+  };
 
   TrainOptions options_;
   TransformerOps<float>& ops_;
@@ -159,6 +207,7 @@ class Trainer {
   AdamW optimizer_;
   bool loss_scaling_;
   amp::ScalerState scaler_;
+  std::vector<BucketPlan> buckets_;  // in the order the backward finishes them; empty: one sum
   int step_ = 0;
   std::string test_failure_;  // MPBENCH_TEST_FAIL_RANK/MODE's failure for this rank and mode, or empty
 };

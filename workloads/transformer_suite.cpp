@@ -482,18 +482,50 @@ nlohmann::json step_measurement(const TransformerPlan& plan, const Statistics& s
 }
 
 // Data parallelism: the gradient all-reduce's median time per step past the timing warm-up (over
-// every step where a mode was interrupted within it). The all-reduce starts after the whole
-// backward pass: none of it overlaps computation.
+// every step where a mode was interrupted within it), the median exposed part (what the optimizer
+// waited for after the backward pass: all of it with --grad-buckets 0) and, bucketed, each bucket's
+// tensors and median time; each step's two times too.
 void record_communication(const TransformerPlan& plan, const ModeRun& run, CaseResult& c) {
   const GradientReducer* reducer = plan.train.reducer;
   if (!reducer || run.records.empty()) return;
   const auto warmup = static_cast<std::size_t>(plan.timing_warmup);
   const std::size_t first = run.records.size() > warmup ? warmup : 0;
-  std::vector<double> communication;
-  for (std::size_t i = first; i < run.records.size(); ++i) communication.push_back(run.records[i].communication_seconds);
+  std::vector<double> communication, exposed, overlapped;
+  for (std::size_t i = first; i < run.records.size(); ++i) {
+    const StepRecord& r = run.records[i];
+    communication.push_back(r.communication_seconds);
+    exposed.push_back(r.exposed_communication_seconds);
+    overlapped.push_back(std::max(0.0, r.communication_seconds - r.exposed_communication_seconds));
+  }
+  nlohmann::json per_step = {{"seconds", nlohmann::json::array()}, {"exposed_seconds", nlohmann::json::array()}};
+  for (const StepRecord& r : run.records) {
+    per_step["seconds"].push_back(r.communication_seconds);
+    per_step["exposed_seconds"].push_back(r.exposed_communication_seconds);
+  }
   const double median = median_of(communication);
-  c.details["communication"] = {{"library", reducer->library()}, {"dtype", reducer->dtype()},
-                                {"seconds_per_step", median}, {"exposed_seconds_per_step", median}};
+  // The exposed part is at most the whole: medians of each need not be ordered so on their own.
+  const double exposed_median = std::min(median, median_of(exposed));
+  nlohmann::json& out = c.details["communication"];
+  out = {{"library", reducer->library()}, {"dtype", reducer->dtype()}, {"seconds_per_step", median},
+         {"exposed_seconds_per_step", exposed_median}, {"overlapped_seconds_per_step", median_of(overlapped)},
+         {"bucket_mib", plan.train.grad_bucket_mib}, {"per_step", per_step}};
+  const std::vector<StepRecord::Bucket>& last = run.records.back().buckets;
+  if (last.empty()) return;
+  const std::vector<ParameterTensor> tensors = parameter_layout(plan.config);
+  nlohmann::json buckets = nlohmann::json::array();
+  for (std::size_t b = 0; b < last.size(); ++b) {
+    std::vector<double> seconds;
+    for (std::size_t i = first; i < run.records.size(); ++i)
+      if (b < run.records[i].buckets.size())
+        seconds.push_back(run.records[i].buckets[b].done - run.records[i].buckets[b].started);
+    const StepRecord::Bucket& k = last[b];
+    buckets.push_back({{"first_tensor", tensors.at(k.first_tensor).name},
+                       {"last_tensor", tensors.at(k.first_tensor + k.tensors - 1).name},
+                       {"tensors", k.tensors},
+                       {"elements", k.elements},
+                       {"seconds_per_step", seconds.empty() ? 0.0 : median_of(seconds)}});
+  }
+  out["buckets"] = std::move(buckets);
 }
 
 void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run, const DeviceInfo& device,

@@ -106,6 +106,28 @@ std::string MpiWorld::broadcast(const std::string& text, int root) {
   return result;
 }
 
+// An MPI_Iallreduce in flight: MPI progresses it inside MPI calls, here each test() and wait().
+class MpiRequest final : public CollectiveRequest {
+ public:
+  explicit MpiRequest(MPI_Request request) : request_(request) {}
+  // A collective request cannot be cancelled; one never finished (its job is ending) is left to
+  // MPI_Finalize or the abort.
+  ~MpiRequest() override = default;
+  bool test() override {
+    if (request_ == MPI_REQUEST_NULL) return true;
+    int flag = 0;
+    check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+    return flag != 0;
+  }
+  void wait() override {
+    if (request_ == MPI_REQUEST_NULL) return;
+    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+
+ private:
+  MPI_Request request_;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() {
@@ -144,6 +166,14 @@ class MpiCommunicator final : public Communicator {
     const void* from = send.data() == receive.data() ? MPI_IN_PLACE : send.data();
     check(MPI_Allreduce(from, receive.data(), as_count(count), type(send.dtype()), sum(send.dtype()), comm_),
           "MPI_Allreduce");
+  }
+  std::unique_ptr<CollectiveRequest> start_all_reduce_sum(const DeviceBuffer& send, DeviceBuffer& receive,
+                                                           std::size_t count) override {
+    const void* from = send.data() == receive.data() ? MPI_IN_PLACE : send.data();
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Iallreduce(from, receive.data(), as_count(count), type(send.dtype()), sum(send.dtype()), comm_, &request),
+          "MPI_Iallreduce");
+    return std::make_unique<MpiRequest>(request);
   }
   void reduce_scatter_sum(const DeviceBuffer& send, DeviceBuffer& receive, std::size_t count) override {
     check(MPI_Reduce_scatter_block(send.data(), receive.data(), as_count(count), type(send.dtype()), sum(send.dtype()),

@@ -40,6 +40,43 @@ ncclDataType_t nccl_type(DType dtype) {
   }
 }
 
+// A CUDA event, destroyed with its owner.
+struct Event {
+  cudaEvent_t event = nullptr;
+  Event() { check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags"); }
+  ~Event() {
+    if (event) cudaEventDestroy(event);
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
+
+// An all-reduce queued on the communication stream: done when its event is; wait() also orders the
+// backend's stream after it.
+class NcclRequest final : public CollectiveRequest {
+ public:
+  explicit NcclRequest(std::shared_ptr<CudaDevice> device) : device_(std::move(device)) {}
+  cudaEvent_t done_event() const { return done_.event; }
+  bool test() override {
+    const cudaError_t status = cudaEventQuery(done_.event);
+    if (status == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // not an error: clears it
+      return false;
+    }
+    check(status, "cudaEventQuery");
+    return true;
+  }
+  void wait() override {
+    device_->activate();
+    check(cudaStreamWaitEvent(device_->stream(), done_.event, 0), "cudaStreamWaitEvent");
+    check(cudaEventSynchronize(done_.event), "cudaEventSynchronize");
+  }
+
+ private:
+  std::shared_ptr<CudaDevice> device_;
+  Event done_;
+};
+
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(std::shared_ptr<CudaDevice> device, ProcessGroup& group)
@@ -53,7 +90,10 @@ class NcclCommunicator final : public Communicator {
     rank_ = group.rank();
     size_ = group.size();
   }
-  ~NcclCommunicator() override { ncclCommDestroy(comm_); }
+  ~NcclCommunicator() override {
+    ncclCommDestroy(comm_);
+    if (comm_stream_) cudaStreamDestroy(comm_stream_);
+  }
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
 
@@ -69,6 +109,23 @@ class NcclCommunicator final : public Communicator {
     check_nccl(ncclAllReduce(send.data(), receive.data(), count, nccl_type(send.dtype()), ncclSum, comm_,
                              device_->stream()),
                "ncclAllReduce");
+  }
+  // On the communication stream, after what the backend's stream has queued so far (the gradients
+  // the backward pass has just finished), so that the backward goes on meanwhile.
+  std::unique_ptr<CollectiveRequest> start_all_reduce_sum(const DeviceBuffer& send, DeviceBuffer& receive,
+                                                           std::size_t count) override {
+    device_->activate();
+    if (!comm_stream_) {
+      check(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+      ready_ = std::make_unique<Event>();
+    }
+    check(cudaEventRecord(ready_->event, device_->stream()), "cudaEventRecord");
+    check(cudaStreamWaitEvent(comm_stream_, ready_->event, 0), "cudaStreamWaitEvent");
+    check_nccl(ncclAllReduce(send.data(), receive.data(), count, nccl_type(send.dtype()), ncclSum, comm_, comm_stream_),
+               "ncclAllReduce");
+    auto request = std::make_unique<NcclRequest>(device_);
+    check(cudaEventRecord(request->done_event(), comm_stream_), "cudaEventRecord");
+    return request;
   }
   void reduce_scatter_sum(const DeviceBuffer& send, DeviceBuffer& receive, std::size_t count) override {
     device_->activate();
@@ -87,12 +144,17 @@ class NcclCommunicator final : public Communicator {
                              device_->stream()),
                "ncclBroadcast");
   }
-  void synchronize() override { device_->synchronize(); }
+  void synchronize() override {
+    device_->synchronize();
+    if (comm_stream_) check(cudaStreamSynchronize(comm_stream_), "cudaStreamSynchronize");
+  }
 
  private:
   std::shared_ptr<CudaDevice> device_;
   int version_code_;
   ncclComm_t comm_ = nullptr;
+  cudaStream_t comm_stream_ = nullptr;  // the non-blocking all-reduces', made at the first
+  std::unique_ptr<Event> ready_;        // recorded on the backend's stream before each of them
   int rank_ = 0, size_ = 1;
 };
 

@@ -128,6 +128,49 @@ TEST(Gpt2Model, AccumulatedMicroBatchesEqualOneBatch) {
   }
 }
 
+// The backward pass says when each range of gradients is final (what data parallelism's buckets
+// start on): offsets from the end of the buffer down to 0, each tensor boundary, and nothing in a
+// range told final changes afterwards (wte, which the LM head and the embedding both add to, is
+// final only with offset 0). The bf16 mode rounds the gradients per range: the same values.
+TEST(Gpt2Model, BackwardTellsWhichGradientsAreFinalAndLeavesThemAlone) {
+  const GptConfig config = config_by_name("tiny");
+  const auto inputs = random_tokens(2 * 8, config.vocab, 31);
+  const auto targets = random_tokens(2 * 8, config.vocab, 32);
+  for (const amp::Mode mode : {amp::Mode::fp32, amp::Mode::bf16}) {
+    SCOPED_TRACE(std::string(amp::mode_name(mode)));
+    ReferenceOps<float> ops;
+    Gpt2Model<float> model(config, 2, 8, ops, mode);
+    model.init(5);
+    model.zero_grad();
+    model.forward(inputs.data(), targets.data());
+    std::vector<std::size_t> told;
+    std::vector<std::vector<float>> snapshots;  // grads[offset, end) when told
+    model.backward(1.0, [&](std::size_t offset) {
+      told.push_back(offset);
+      const auto grads = model.download_grads();
+      snapshots.emplace_back(grads.begin() + static_cast<std::ptrdiff_t>(offset), grads.end());
+    });
+    ASSERT_FALSE(told.empty());
+    EXPECT_EQ(told.back(), 0u);
+    EXPECT_EQ(told.front(), model.tensor("ln_f.weight").offset);
+    EXPECT_EQ(told[told.size() - 2], model.tensor("h.0.ln_1.weight").offset) << "wte and wpe come last";
+    EXPECT_EQ(told.size(), 2 + 6 * static_cast<std::size_t>(config.layers));
+    for (std::size_t i = 1; i < told.size(); ++i) EXPECT_LT(told[i], told[i - 1]);
+    const auto final_grads = model.download_grads();
+    for (std::size_t k = 0; k < told.size(); ++k)
+      for (std::size_t i = 0; i < snapshots[k].size(); ++i)
+        ASSERT_EQ(snapshots[k][i], final_grads[told[k] + i]) << "gradient " << told[k] + i << " changed after offset "
+                                                              << told[k] << " was told final";
+    // The same gradients as a backward told nothing.
+    Gpt2Model<float> plain(config, 2, 8, ops, mode);
+    plain.init(5);
+    plain.zero_grad();
+    plain.forward(inputs.data(), targets.data());
+    plain.backward(1.0);
+    EXPECT_EQ(plain.download_grads(), final_grads);
+  }
+}
+
 TEST(Gpt2Model, BadShapesAndTokensAreUsageErrors) {
   const GptConfig config = config_by_name("tiny");
   ReferenceOps<float> ops;
