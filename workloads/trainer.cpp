@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <numbers>
 
 #include "core/error.hpp"
@@ -135,6 +136,18 @@ std::string test_failure(const TrainOptions& options, amp::Mode mode) {
          " failed this rank's step";
 }
 
+// The test hook of a rank whose gradients overflow alone (docs/testing.md): with
+// MPBENCH_TEST_INF_GRAD_RANK=R and MPBENCH_TEST_INF_GRAD_STEP=S, rank R's gradient norm is infinite
+// at step S, as an overflow in its own backward would make it. The step, or -1 where not set for
+// this rank.
+int test_overflow_step(const TrainOptions& options) {
+  const char* rank = std::getenv("MPBENCH_TEST_INF_GRAD_RANK");
+  const char* step = std::getenv("MPBENCH_TEST_INF_GRAD_STEP");
+  const int mine = options.reducer ? options.reducer->rank() : 0;
+  if (!rank || !step || std::string(rank) != std::to_string(mine)) return -1;
+  return std::atoi(step);
+}
+
 }  // namespace
 
 Trainer::Trainer(const GptConfig& config, const TrainOptions& options, TransformerOps<float>& ops, amp::Mode mode)
@@ -146,7 +159,8 @@ Trainer::Trainer(const GptConfig& config, const TrainOptions& options, Transform
       optimizer_(options, ops, model_.parameter_count()),
       loss_scaling_(amp::policy(mode).loss_scaling == amp::LossScaling::dynamic),
       scaler_(amp::initial_scaler_state(options.scaler)),
-      test_failure_(test_failure(options, mode)) {
+      test_failure_(test_failure(options, mode)),
+      test_overflow_step_(test_overflow_step(options)) {
   model_.init(options.seed);
   if (options.reducer && options.grad_bucket_mib > 0)
     buckets_ = plan_buckets<BucketPlan>(model_.tensors(), options.grad_bucket_mib);
@@ -307,6 +321,7 @@ StepRecord Trainer::step(TokenSource& data) {
   bool finite = true;
   then_agree([&] {
     in_op_range(ops_, "global_norm", -1, Phase::optimizer, [&] { scaled_norm = ops_.global_norm(model_.grads(), count); });
+    if (step_ == test_overflow_step_) scaled_norm = std::numeric_limits<double>::infinity();
     record.grad_norm = scaled_norm / record.loss_scale;
     record.lr = cosine_learning_rate(step_, options_.steps, options_.warmup_steps, options_.max_lr, options_.min_lr);
     finite = std::isfinite(scaled_norm) && std::isfinite(record.loss);

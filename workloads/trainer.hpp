@@ -210,6 +210,7 @@ class Trainer {
   std::vector<BucketPlan> buckets_;  // in the order the backward finishes them; empty: one sum
   int step_ = 0;
   std::string test_failure_;  // MPBENCH_TEST_FAIL_RANK/MODE's failure for this rank and mode, or empty
+  int test_overflow_step_;    // MPBENCH_TEST_INF_GRAD_RANK/STEP's step for this rank, or -1
 };
 
 // Trains config from options.seed on batches from `data`; returns one record per step.

@@ -252,6 +252,39 @@ TEST_F(CollectiveUnderMpirun, TwoRanksSkipTheOverflowingStepsOneRankSkips) {
   EXPECT_LE(worst, steps * 0.01 * 6e-4);
 }
 
+// amp-fp16 with the gradients of one rank alone overflowing at step 2 (the test hook
+// MPBENCH_TEST_INF_GRAD_RANK/STEP makes that rank's gradient norm infinite, as an overflow in its
+// own backward would): both ranks skip step 2 and halve the scale, whichever rank it was, and
+// end on the same weights; without the hook no step overflows (else the test would prove nothing).
+TEST_F(CollectiveUnderMpirun, AnOverflowOnOneRankAloneIsSkippedOnBoth) {
+  const auto train = [&](const std::string& name, const std::string& hook) {
+    const Invocation r = mpirun("-np 2 env " + hook + " " +
+                                rank_command({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny",
+                                              "--precision", "amp-fp16", "--steps", "5", "--batch", "2", "--seq", "16",
+                                              "--checkpoint-out", (folder_ / name).string(), "--out",
+                                              (folder_ / (name + ".json")).string()}));
+    EXPECT_EQ(r.status, 0) << r.err;
+    if (r.status != 0) return nlohmann::json();
+    return nlohmann::json::parse(read_all(folder_ / (name + ".json")))["cases"][0];
+  };
+  const auto plain = train("plain", "MPBENCH_TEST_INF_GRAD_RANK=");
+  const auto on_rank_1 = train("rank1", "MPBENCH_TEST_INF_GRAD_RANK=1 MPBENCH_TEST_INF_GRAD_STEP=2");
+  const auto on_rank_0 = train("rank0", "MPBENCH_TEST_INF_GRAD_RANK=0 MPBENCH_TEST_INF_GRAD_STEP=2");
+  if (HasFailure()) return;
+  ASSERT_EQ(plain["status"], "ok") << plain.value("message", "");
+  EXPECT_TRUE(plain["details"]["skipped_steps"].empty()) << plain["details"]["skipped_steps"];
+  for (const auto* c : {&on_rank_1, &on_rank_0}) {
+    ASSERT_EQ((*c)["status"], "ok") << c->value("message", "");
+    EXPECT_EQ((*c)["details"]["skipped_steps"], nlohmann::json::array({2}));
+    const auto& scale = (*c)["details"]["loss_scale"];
+    ASSERT_EQ(scale.size(), 5u);
+    EXPECT_EQ(scale[3].get<double>(), scale[2].get<double>() / 2) << scale;
+  }
+  EXPECT_EQ(on_rank_0["details"]["loss"], on_rank_1["details"]["loss"]);
+  EXPECT_EQ(workloads::read_checkpoint(folder_ / "rank0" / "amp-fp16").params,
+            workloads::read_checkpoint(folder_ / "rank1" / "amp-fp16").params);
+}
+
 // Bucketed, overlapped gradient reduction (--grad-buckets) against the single reduction after the
 // backward pass (--grad-buckets 0) on the small config (4 layers of about 3 MiB of fp32 gradients,
 // wte 8 MiB): buckets smaller than one layer (1 MiB), of two layers (7 MiB) and of every block's
