@@ -1,5 +1,5 @@
-// `mpbench history add|show|check|export DB ...`: a result history in one SQLite file
-// (history/store.hpp). add stores runs; show prints each series' latest figure and its trend; check
+// `mpbench history add|show|check|export DB ...`: a result history in one SQLite file, or on a
+// PostgreSQL server where DB is a postgresql:// URL (history/store.hpp). add stores runs; show prints each series' latest figure and its trend; check
 // judges a new run against the last runs of its series with compare's statistics and exits as
 // compare does (0 no regression, 1 regressed, 3 nothing compared); export writes every stored case
 // as JSON or CSV. Bad input (a malformed document, a foreign or newer file) exits 2.
@@ -67,7 +67,7 @@ int run_add(const HistoryArgs& args) {
     fmt::print("{}: {}\n", outcome.source,
                outcome.duplicate ? "already in the history (the same document by content): not stored again"
                                  : fmt::format("stored, {} case{}", outcome.cases, outcome.cases == 1 ? "" : "s"));
-  fmt::print("history {}: {} run{}\n", args.db, store.runs(), store.runs() == 1 ? "" : "s");
+  fmt::print("history {}: {} run{}\n", store.name(), store.runs(), store.runs() == 1 ? "" : "s");
   return 0;
 }
 
@@ -81,7 +81,7 @@ int run_show(const HistoryArgs& args) {
   const history::Store store(args.db, history::Store::Mode::read);
   const auto series = history::series_of(store.cases(), args.machine, filter_of(args));
   if (series.empty()) {
-    fmt::print("history {}: no series{}\n", args.db, args.machine.empty() && args.filter.empty() ? "" : " selected");
+    fmt::print("history {}: no series{}\n", store.name(), args.machine.empty() && args.filter.empty() ? "" : " selected");
     return 0;
   }
   std::string machine;
@@ -149,7 +149,7 @@ int run_check(const HistoryArgs& args) {
   report.common_cases = report.comparisons.size();
   if (report.comparisons.empty()) {
     fmt::print("history check: nothing compared: no ok case of {} has an earlier run of its series on {} in {}\n",
-               args.documents.front(), report.current_machine, args.db);
+               args.documents.front(), report.current_machine, store.name());
     return compare::kExitNothingCompared;
   }
   // The machine's last runs are the base side, as the report names them, and their environment is
@@ -217,17 +217,17 @@ int run_export(const HistoryArgs& args) {
 
 void add_history_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("history",
-                                 "A result history in one SQLite file: add runs, show each series' trend, check a new "
+                                 "A result history in one SQLite file or on a PostgreSQL server (DB a postgresql:// URL): add runs, show each series' trend, check a new "
                                  "run against its series (exit as compare: 1 regressed, 3 nothing compared), export");
   cmd->require_subcommand(1);
   auto args = std::make_shared<HistoryArgs>();
   auto* add = cmd->add_subcommand("add", "store result documents (a document stored before is not stored again)");
-  add->add_option("db", args->db, "the history file (created when missing)")->required();
+  add->add_option("db", args->db, "the history: a file (created when missing) or a postgresql:// URL (its tables created when missing)")->required();
   add->add_option("results", args->documents, "result documents")->required();
   add->callback([args, &exit_code] { exit_code = run_add(*args); });
 
   auto* show = cmd->add_subcommand("show", "each series' latest figure, its change over the last runs and their range");
-  show->add_option("db", args->db, "the history file")->required();
+  show->add_option("db", args->db, "the history: a file or a postgresql:// URL")->required();
   show->add_option("--machine", args->machine, "only machines whose name contains this");
   show->add_option("--filter", args->filter, "regular expression on suite/name/backend/precision");
   show->add_option("--last", args->last, "runs the trend is over (default 10)")->check(CLI::Range(1, 100000));
@@ -236,7 +236,7 @@ void add_history_command(CLI::App& app, int& exit_code) {
   auto* check = cmd->add_subcommand(
       "check", "judge RESULT against the last runs of each of its series, as compare judges a new run against "
                "several base runs; exit 0 no regression, 1 regressed, 3 nothing compared");
-  check->add_option("db", args->db, "the history file")->required();
+  check->add_option("db", args->db, "the history: a file or a postgresql:// URL")->required();
   check->add_option("result", args->documents, "the new result document")->required()->expected(1);
   check->add_option("--last", args->last, "runs of each series to judge against (default 10)")
       ->check(CLI::Range(1, 100000));
@@ -244,7 +244,7 @@ void add_history_command(CLI::App& app, int& exit_code) {
   check->callback([args, &exit_code] { exit_code = run_check(*args); });
 
   auto* exported = cmd->add_subcommand("export", "every stored case with its figures, as JSON or CSV on stdout");
-  exported->add_option("db", args->db, "the history file")->required();
+  exported->add_option("db", args->db, "the history: a file or a postgresql:// URL")->required();
   exported->add_option("--format", args->format, "json or csv (default csv)")->default_str("csv");
   exported->callback([args, &exit_code] {
     if (args->format == "text") args->format = "csv";

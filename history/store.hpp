@@ -1,13 +1,15 @@
 #pragma once
-// The result history (`mpbench history`): every run a CI job appends, kept in one SQLite file. Each
-// document is stored whole, and each of its cases as a row of the figures `compare` tracks (the
-// speedup over fp32, the share of the copy, the fastest time, each with its spread), keyed by the
-// machine as `compare` names it, so a case's runs on one machine form a series in run order.
+// The result history (`mpbench history`): every run a CI job appends, kept in one SQLite file or on
+// a PostgreSQL server shared by a fleet of runners. Each document is stored whole, and each of its
+// cases as a row of the figures `compare` tracks (the speedup over fp32, the share of the copy, the
+// fastest time, each with its spread), keyed by the machine as `compare` names it, so a case's runs
+// on one machine form a series in run order.
 //
-// The file: SQLite in WAL mode with a busy timeout, so that CI jobs appending at once all land (each
-// document in one immediate transaction); PRAGMA application_id marks it as mpbench's and
-// user_version holds the schema version, migrated on open. A foreign, corrupted or newer file, or
-// one that cannot be written, is a UsageError naming it; the file is then left as it was.
+// Both stores run the same queries (this file's Store); they differ only in the connection and its
+// statements (history/connection.hpp): the SQLite file in WAL mode with a busy timeout, each
+// document in one immediate transaction; PostgreSQL through libpq, each document in one
+// transaction, a run's content hash unique. A foreign, corrupted or newer history, or one that
+// cannot be written, is a UsageError naming it (a URL with its password hidden), left as it was.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -18,12 +20,9 @@
 
 #include "compare/figures.hpp"
 #include "core/result.hpp"
-
-struct sqlite3;
+#include "history/connection.hpp"
 
 namespace mpbench::history {
-
-inline constexpr int kSchemaVersion = 1;
 
 // One case of one stored run: its figures as compare reads them from that run.
 struct StoredCase {
@@ -41,9 +40,10 @@ struct AddOutcome {
 
 class Store {
  public:
-  enum class Mode { read, write };
-  // Opens (with Mode::write, creates) the history at `path`.
-  Store(const std::filesystem::path& path, Mode mode);
+  using Mode = OpenMode;
+  // Opens (with Mode::write, creates) the history `db`: a postgresql:// or postgres:// URL names a
+  // PostgreSQL server (a UsageError where this mpbench was built without libpq), anything else a file.
+  Store(const std::string& db, Mode mode);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -58,6 +58,8 @@ class Store {
   // length of the history.
   std::vector<StoredCase> cases(const std::string& machine, std::size_t runs) const;
   std::size_t runs() const;
+  // The history as messages name it: the file, or the URL with its password hidden.
+  const std::string& name() const { return db_->name(); }
   // The last `count` runs stored for `machine` (compare::machine_of), oldest first, but `except`.
   std::vector<compare::Run> last_runs(const std::string& machine, std::size_t count,
                                       std::optional<std::int64_t> except) const;
@@ -65,8 +67,7 @@ class Store {
   std::optional<std::int64_t> run_with_hash(const std::string& hash) const;
 
  private:
-  std::filesystem::path path_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<Connection> db_;
 };
 
 // The content hash a document is recognised by: FNV-1a (64 bits) of its JSON in canonical form

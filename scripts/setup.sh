@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 DEBIAN_PACKAGES=(cmake ninja-build g++ git python3-venv googletest libgtest-dev libbenchmark-dev
                  nlohmann-json3-dev libcli11-dev libfmt-dev libdnnl-dev libopenmpi-dev openmpi-bin
-                 libsqlite3-dev)
+                 libsqlite3-dev libpq-dev postgresql)
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do
