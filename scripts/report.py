@@ -14,7 +14,8 @@ hardware-selection plots appear: speedup per mode per machine, throughput relati
 machine and, with --prices, per dollar and per watt. Transformer cases of several world sizes (documents of
 data-parallel jobs) get a scaling page per machine: tokens/s per rank and in total, efficiency against world
 size 1, and the exposed communication's share of the step. With --history, DIR receives trend plots of an
-`mpbench history` file instead, per machine, from `mpbench history export DB --format json`.
+`mpbench history` (a file, or a postgresql:// URL, its password shown as ***) instead, per machine, from
+`mpbench history export DB --format json`.
 
 Exit status: 0 on success, 2 on unusable input (unreadable or non-regular file, malformed JSON,
 NaN or Infinity, nesting deeper than 64 levels, another schema, no document, bad --prices file,
@@ -44,6 +45,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1729,10 +1731,21 @@ def mpbench_binary(given: Path | None) -> Path:
     return given or Path(os.environ.get("MPBENCH_BIN") or DEFAULT_MPBENCH)
 
 
-def export_history(binary: Path, db: Path) -> dict:
+def shown_db(db: str) -> str:
+    """The history as messages and pages name it: a postgresql:// URL with its password as ***,
+    as mpbench names it."""
+    parts = urllib.parse.urlsplit(db)
+    if parts.scheme not in ("postgresql", "postgres") or parts.password is None:
+        return db
+    user, _, host = parts.netloc.rpartition("@")
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}:***@{host}"))
+
+
+def export_history(binary: Path, db: str) -> dict:
     """`mpbench history export DB --format json`: mpbench computes the figures and change points,
-    so the plots show what `history show` and `check` say."""
-    command = [str(binary), "history", "export", str(db), "--format", "json"]
+    so the plots show what `history show` and `check` say. DB is a file or a postgresql:// URL,
+    passed on as given."""
+    command = [str(binary), "history", "export", db, "--format", "json"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as e:
@@ -1740,12 +1753,12 @@ def export_history(binary: Path, db: Path) -> dict:
                           "set MPBENCH_BIN)") from e
     if done.returncode != 0:
         said = [line for line in done.stderr.splitlines() if line.strip()]
-        raise ReportError(f"'{binary} history export {db}' failed (exit {done.returncode}): "
+        raise ReportError(f"'{binary} history export {shown_db(db)}' failed (exit {done.returncode}): "
                           f"{said[-1] if said else 'it said nothing'}")
     try:
         return printable_strings(json.loads(done.stdout))
     except ValueError as e:
-        raise ReportError(f"'{binary} history export {db}' wrote no JSON: {e}") from e
+        raise ReportError(f"'{binary} history export {shown_db(db)}' wrote no JSON: {e}") from e
 
 
 @dataclass
@@ -2089,9 +2102,9 @@ def notes_html(notes: list[str]) -> list[str]:
     return ["<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"] if notes else []
 
 
-def write_history_html(out: Path, db: Path, figures: list[dict], notes: list[str]):
+def write_history_html(out: Path, db: str, figures: list[dict], notes: list[str]):
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>mpbench history</title>"
-             f"<style>{STYLE}</style></head><body><h1>mpbench history: {html.escape(str(db))}</h1>",
+             f"<style>{STYLE}</style></head><body><h1>mpbench history: {html.escape(shown_db(db))}</h1>",
              "<h2>Trends per machine</h2>", *figures_html(figures, "No series has two runs or more."),
              *notes_html(notes), "</body></html>\n"]
     (out / "index.html").write_text("\n".join(parts), encoding="utf-8")
@@ -2253,7 +2266,8 @@ def parse_args(argv):
     parser.add_argument("--reference-machine", help="part of the machine label that throughput is relative to "
                                                     "(default: the first machine)")
     parser.add_argument("--prices", type=Path, help="CSV or JSON of machine,price_per_hour,watts")
-    parser.add_argument("--history", type=Path, help="an mpbench history file: trend plots instead of RESULTS")
+    parser.add_argument("--history", help="an mpbench history (a file, or a postgresql:// URL): trend plots instead "
+                        "of RESULTS")
     parser.add_argument("--mpbench", type=Path, help=f"the mpbench that exports --history (default: $MPBENCH_BIN, "
                                                      f"else {DEFAULT_MPBENCH.relative_to(ROOT)})")
     args = parser.parse_args(argv)

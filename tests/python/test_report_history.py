@@ -175,6 +175,30 @@ def one_error_line(done):
     return lines[0]
 
 
+def test_a_postgresql_url_goes_to_mpbench_whole_and_is_shown_without_its_password(history, tmp_path):
+    # A stand-in for mpbench that records the DB it was given and exports the fixture's history: a
+    # URL must reach `history export` as typed (not folded as a path), and no page or message may
+    # show its password.
+    url = "postgresql://ci:hunter2@db.example:5432/mpbench?sslmode=require"
+    given = tmp_path / "given.txt"
+    stand_in = tmp_path / "mpbench"
+    stand_in.write_text(f"#!/bin/sh\nprintf '%s' \"$3\" > '{given}'\n"
+                        f"exec '{MPBENCH}' history export '{history[0]}' --format json\n")
+    stand_in.chmod(0o755)
+    out = tmp_path / "out"
+    done = run_report("--history", url, "-o", out, "--mpbench", stand_in)
+    assert done.returncode == 0, done.stderr
+    assert given.read_text() == url
+    page = (out / "index.html").read_text()
+    assert "postgresql://ci:***@db.example:5432/mpbench?sslmode=require" in page
+    assert all("hunter2" not in f.read_text(errors="replace") for f in out.iterdir() if f.is_file())
+    failing = tmp_path / "failing"
+    failing.write_text("#!/bin/sh\necho 'mpbench: error: cannot connect' >&2\nexit 2\n")
+    failing.chmod(0o755)
+    said = one_error_line(run_report("--history", url, "-o", tmp_path / "out2", "--mpbench", failing))
+    assert "ci:***@db.example" in said and "hunter2" not in said
+
+
 def test_a_missing_history_exits_2_with_one_line(tmp_path):
     done = run_report("--history", tmp_path / "none.db", "-o", tmp_path / "out", "--mpbench", MPBENCH)
     assert "none.db" in one_error_line(done) and "history export" in done.stderr
