@@ -34,7 +34,9 @@ ParameterBytes parameter_bytes(Mode mode, OptimizerKind optimizer) {
     case Mode::amp_fp16: return parameter_bytes(Format::fp32, Format::fp32, false, optimizer, Format::fp16);
     case Mode::amp_bf16: return parameter_bytes(Format::fp32, Format::fp32, false, optimizer, Format::bf16);
     case Mode::bf16: return parameter_bytes(Format::bf16, Format::bf16, true, optimizer);
-    case Mode::fp8: return parameter_bytes(Format::bf16, Format::bf16, true, optimizer, Format::e4m3);
+    case Mode::fp8:
+    case Mode::fp8_current:
+    case Mode::mxfp8: return parameter_bytes(Format::bf16, Format::bf16, true, optimizer, Format::e4m3);
   }
   return {};
 }

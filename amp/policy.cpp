@@ -92,8 +92,8 @@ std::array<OpPolicy, kOpCategoryCount> low_storage_ops(const OpPolicy& gemm) {
   }};
 }
 
-const std::array<ModePolicy, 6>& table() {
-  static const std::array<ModePolicy, 6> policies = {{
+const std::array<ModePolicy, 8>& table() {
+  static const std::array<ModePolicy, 8> policies = {{
       {Mode::fp32, "fp32", "fp32 everywhere, Tensor Cores off", F::fp32, F::fp32, F::fp32, false,
        LossScaling::none, fp32_ops(F::fp32, "pedantic fp32 GEMM: Tensor Cores off")},
       {Mode::tf32, "tf32", "fp32 storage, TF32 Tensor Core GEMMs", F::fp32, F::fp32, F::fp32, false,
@@ -107,11 +107,23 @@ const std::array<ModePolicy, 6>& table() {
       {Mode::bf16, "bf16", "bf16 weights and activations, fp32 math in kernels, fp32 master weights",
        F::bf16, F::bf16, F::bf16, true, LossScaling::none,
        low_storage_ops({matmul, input_dtype, F::bf16, F::fp32, F::bf16, "bf16 in, fp32 accumulate"})},
-      {Mode::fp8, "fp8",
-       "fp8 GEMM inputs with delayed per-tensor scaling (e4m3 forward, e5m2 grads), bf16 elsewhere",
+      {Mode::fp8, "fp8-delayed",
+       "fp8 GEMM inputs with delayed per-tensor scaling from an amax history (e4m3 forward, e5m2 grads), bf16 "
+       "elsewhere",
        F::bf16, F::bf16, F::e4m3, true, LossScaling::none,
        low_storage_ops({matmul, fp8_scaled, F::e4m3, F::fp32, F::bf16,
-                        "quantize to e4m3 (e5m2 for grads) with per-tensor scales; bf16 out"})},
+                        "quantize to e4m3 (e5m2 for grads) with per-tensor scales from the amax history; bf16 out"})},
+      {Mode::fp8_current, "fp8-current",
+       "fp8 GEMM inputs with current per-tensor scaling from each tensor's own amax (e4m3 forward, e5m2 grads), "
+       "bf16 elsewhere",
+       F::bf16, F::bf16, F::e4m3, true, LossScaling::none,
+       low_storage_ops({matmul, fp8_scaled, F::e4m3, F::fp32, F::bf16,
+                        "quantize to e4m3 (e5m2 for grads) with per-tensor scales from the current amax; bf16 out"})},
+      {Mode::mxfp8, "mxfp8",
+       "MX fp8 GEMM inputs: e4m3 in 32-element blocks along K with e8m0 (power-of-two) scales, bf16 elsewhere",
+       F::bf16, F::bf16, F::e4m3, true, LossScaling::none,
+       low_storage_ops({matmul, fp8_scaled, F::e4m3, F::fp32, F::bf16,
+                        "quantize to e4m3 in 32-element blocks along K, one e8m0 scale per block; bf16 out"})},
   }};
   return policies;
 }
@@ -153,6 +165,7 @@ std::optional<Mode> parse_mode(std::string_view text) {
   for (const ModePolicy& p : table()) {
     if (p.name == key) return p.mode;
   }
+  if (key == "fp8") return Mode::fp8;  // the fp8-delayed mode's name before fp8-current existed
   return std::nullopt;
 }
 

@@ -17,7 +17,10 @@ namespace mpbench::amp {
 
 using num::Format;
 
-enum class Mode { fp32, tf32, amp_fp16, amp_bf16, bf16, fp8 };
+// fp8 is the fp8-delayed mode (named "fp8-delayed"; "fp8" parses to it, the name it had before
+// fp8-current existed); fp8_current is "fp8-current". Both: Transformer Engine's hybrid recipe.
+// mxfp8: e4m3 GEMM operands in 32-element blocks with e8m0 scales (OCP MX).
+enum class Mode { fp32, tf32, amp_fp16, amp_bf16, bf16, fp8, fp8_current, mxfp8 };
 
 enum class OpCategory {
   matmul,         // linear, mm, addmm, bmm, matmul
@@ -73,7 +76,7 @@ struct ModePolicy {
 
 std::span<const ModePolicy> all_policies();
 const ModePolicy& policy(Mode mode);
-std::optional<Mode> parse_mode(std::string_view text);  // canonical names, case-insensitive
+std::optional<Mode> parse_mode(std::string_view text);  // canonical names, case-insensitive; "fp8" = fp8-delayed
 std::string mode_names();                               // "fp32, tf32, amp-fp16, ..."
 std::string_view mode_name(Mode mode);
 std::string_view op_name(OpCategory op);

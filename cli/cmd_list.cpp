@@ -46,7 +46,7 @@ std::string mode_note(const Backend& backend, amp::Mode mode) {
 }
 
 // The transformer's modes on this device: those `run --suite transformer` trains, then those it
-// runs only when --precision names them (fp8), each with how its GEMMs run.
+// runs only when --precision names them (the fp8 modes), each with how its GEMMs run.
 void list_transformer(const Backend& backend, bool quick) {
   workloads::TransformerSuiteOptions options;
   options.quick = quick;

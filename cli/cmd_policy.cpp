@@ -121,7 +121,7 @@ void add_policy_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<PolicyArgs>();
   auto* cmd = app.add_subcommand(
       "policy", "Show a precision mode's cast policy: per op category the dtypes in, computed and out");
-  cmd->add_option("mode", args->mode, "fp32, tf32, amp-fp16, amp-bf16, bf16, fp8, or all")->required();
+  cmd->add_option("mode", args->mode, "fp32, tf32, amp-fp16, amp-bf16, bf16, fp8-delayed (or fp8), fp8-current, mxfp8, or all")->required();
   cmd->add_flag("--json", args->json, "print JSON instead of a table");
   cmd->callback([args, &exit_code] { exit_code = run_policy(*args); });
 }

@@ -39,10 +39,10 @@ const CLI::Validator kUint64(
                                                                       : "must be a whole number from 0 to 2^64-1, got " + text;
     },
     "UINT64");
-// Each suite's precisions, from the suites themselves; the transformer's are its modes, fp8 among
-// them although a default run leaves it out (`list --suite transformer` says why).
+// Each suite's precisions, from the suites themselves; the transformer's are its modes, the fp8
+// modes among them although a default run leaves them out (`list --suite transformer` lists them).
 std::string precision_help() {
-  std::string help = "comma-separated precisions to run (default: all the suite has; the transformer's all but fp8)";
+  std::string help = "comma-separated precisions to run (default: all the suite has; the transformer's all but the fp8 modes)";
   for (const microbench::Suite& suite : microbench::suites())
     help += fmt::format("; {}: {}", suite.name, fmt::join(suite.precisions, ", "));
   return help + fmt::format("; {} (modes): {}", workloads::kTransformerSuite, amp::mode_names());
@@ -96,6 +96,12 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "each started as soon as the backward pass has finished its gradients, overlapping the rest of "
                   "the backward (PyTorch DDP's bucket_cap_mb); 0 sums every gradient at once after the backward pass")
       ->check(kNonNegative)->capture_default_str()->group(training);
+  cmd->add_option("--fp8-history", t.fp8_history,
+                  "fp8-delayed: steps of amax history each tensor's scale is taken from (the max over them)")
+      ->check(kPositive)->capture_default_str()->group(training);
+  cmd->add_option("--fp8-margin", t.fp8_margin,
+                  "fp8-delayed and fp8-current: scales divided by 2^margin (headroom against growing amax), 0 to 30")
+      ->check(CLI::Range(0, 30))->capture_default_str()->group(training);
   cmd->add_option("--vocab-pad", t.vocab_pad, "pad the vocabulary to a multiple of this (64 gives llm.c's 50304; 1 keeps 50257)")
       ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--attention", t.attention,

@@ -41,8 +41,10 @@ void check_precisions(const std::vector<std::string>& precisions, const std::vec
                       bool transformer) {
   std::set<std::string> known;
   for (const Suite* s : suites) known.insert(s->precisions.begin(), s->precisions.end());
-  if (transformer)
+  if (transformer) {
     for (const auto& p : amp::all_policies()) known.insert(std::string(p.name));
+    known.insert("fp8");  // fp8-delayed's name before fp8-current existed (amp::parse_mode takes it)
+  }
   for (const auto& p : precisions)
     if (!known.count(p))
       throw UsageError(fmt::format("unknown precision '{}' for the chosen suites: use one of {}", p, fmt::join(known, ", ")));

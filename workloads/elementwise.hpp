@@ -81,4 +81,11 @@ inline num::Format gemm_input_format(GemmPrecision precision) {
   return num::Format::fp32;
 }
 
+// The format attention's batched products read their operands in: the GEMM input format, except
+// in the fp8 modes, whose attention stays in bf16 (Transformer Engine's fp8 recipes quantize the
+// linear layers' GEMMs only).
+inline num::Format attention_input_format(GemmPrecision precision) {
+  return precision == GemmPrecision::fp8_e4m3 ? num::Format::bf16 : gemm_input_format(precision);
+}
+
 }  // namespace mpbench::workloads

@@ -82,10 +82,19 @@ GemmPrecision gemm_precision(amp::Mode mode) {
     case amp::Mode::amp_fp16: return GemmPrecision::fp16;
     case amp::Mode::amp_bf16:
     case amp::Mode::bf16: return GemmPrecision::bf16;
-    case amp::Mode::fp8: return GemmPrecision::fp8_e4m3;
+    case amp::Mode::fp8:
+    case amp::Mode::fp8_current:
+    case amp::Mode::mxfp8: return GemmPrecision::fp8_e4m3;
     case amp::Mode::fp32: break;
   }
   return GemmPrecision::fp32;
+}
+
+Fp8Recipe fp8_recipe(amp::Mode mode) {
+  if (mode == amp::Mode::fp8) return Fp8Recipe::delayed;
+  if (mode == amp::Mode::fp8_current) return Fp8Recipe::current;
+  if (mode == amp::Mode::mxfp8) return Fp8Recipe::mxfp8;
+  return Fp8Recipe::none;
 }
 
 std::vector<ParameterTensor> parameter_layout(const GptConfig& config) {
@@ -276,6 +285,8 @@ void Gpt2Model<Real>::init(std::uint64_t seed) {
 
 template <typename Real>
 void Gpt2Model<Real>::configure_ops() {
+  const Fp8Recipe recipe = fp8_recipe(policy_.mode);
+  if (ops_.fp8().recipe() != recipe) ops_.fp8().configure(recipe);
   ops_.set_matmul_precision({gemm_precision(policy_.mode), policy_.op(amp::OpCategory::matmul).output});
   ops_.set_attention(attention_, {config_.head_size(), T_});
 }

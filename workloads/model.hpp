@@ -56,6 +56,8 @@ std::size_t activation_bytes_estimate(const GptConfig& config, int B, int T,
 
 // The GEMM precision a mode runs its matmuls in.
 GemmPrecision gemm_precision(amp::Mode mode);
+// The fp8 modes' scaling recipe: fp8-delayed delayed, fp8-current current, mxfp8 mxfp8, none for the others.
+Fp8Recipe fp8_recipe(amp::Mode mode);
 
 template <typename Real>
 class Gpt2Model {

@@ -21,13 +21,19 @@ std::string_view phase_name(Phase phase) {
 std::optional<std::string> workload_gemm_rule(GemmPrecision precision) {
   if (precision == GemmPrecision::fp16_acc16)
     return "the Transformer workload accumulates every GEMM in fp32; fp16 accumulation is a GEMM-suite precision";
-  if (precision == GemmPrecision::fp8_e4m3) return "the Transformer workload has no fp8 GEMM path yet";
   return std::nullopt;
 }
 
 GemmCapability workload_gemm_capability(const CapabilityTable& table, GemmPrecision precision) {
   if (auto reason = workload_gemm_rule(precision)) return {precision, GemmPath::unsupported, std::move(*reason)};
-  return table.gemm(precision);
+  GemmCapability row = table.gemm(precision);
+  if (precision == GemmPrecision::fp8_e4m3 && row.path == GemmPath::native)
+    return {precision, GemmPath::unsupported,
+            "no fp8 GEMM path on CUDA yet: the Transformer's fp8 modes run on the converted path (CPU) only"};
+  if (precision == GemmPrecision::fp8_e4m3 && row.path == GemmPath::converted)
+    row.reason += "; the Transformer's fp8 modes: each operand quantized with its scales (per tensor; mxfp8: per "
+                  "32-element block) and dequantized to fp32 (workloads/fp8_gemm.hpp), the fp32 matmul";
+  return row;
 }
 
 std::string_view tensor_core_policy_name(TensorCorePolicy policy) {

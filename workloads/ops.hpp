@@ -28,6 +28,7 @@
 #include "core/error.hpp"
 #include "core/gemm.hpp"
 #include "workloads/elementwise.hpp"
+#include "workloads/fp8_gemm.hpp"
 #include "workloads/tensor.hpp"
 
 namespace mpbench::workloads {
@@ -175,11 +176,12 @@ std::size_t attention_saved_elements(AttentionKernels kernels, int B, int T, int
 std::size_t fused_attention_statistics_elements(int B, int T, int NH);
 
 // Why the Transformer workload runs no GEMM in `precision` on any device, or nothing: its GEMMs
-// accumulate in fp32 into fp32 results (fp16 accumulation is a GEMM-suite precision) and it has no
-// fp8 GEMM path yet.
+// accumulate in fp32 into fp32 results (fp16 accumulation is a GEMM-suite precision).
 std::optional<std::string> workload_gemm_rule(GemmPrecision precision);
 // How the Transformer's GEMMs run in `precision` on a device with capability table `table`:
-// unsupported by the workload's own rule (above), else as the table says. The ops, `list` and the
+// unsupported by the workload's own rule (above), else as the table says, except that fp8 GEMMs
+// (the fp8 modes) run on the converted path only: a native fp8 row (a CUDA GPU, sm_89+) gives
+// unsupported, "no fp8 GEMM path on CUDA yet". The ops, `list` and the
 // run's start line all read it.
 GemmCapability workload_gemm_capability(const CapabilityTable& table, GemmPrecision precision);
 
@@ -228,7 +230,7 @@ class TransformerOps : public virtual OpsMemory {
   // The capability table of the device the ops run on (the backend's, for the CPU and CUDA ops).
   virtual const CapabilityTable& capabilities() const = 0;
   // How the ops' GEMMs run in `precision`: unsupported by the workload's own rule (every GEMM
-  // accumulates in fp32 into fp32 results; no fp8 path yet), else as the device's table says.
+  // accumulates in fp32 into fp32 results; fp8 converted only), else as the device's table says.
   GemmCapability gemm_capability(GemmPrecision precision) const {
     return workload_gemm_capability(capabilities(), precision);
   }
@@ -263,6 +265,11 @@ class TransformerOps : public virtual OpsMemory {
     attention_ = kernels;
   }
   AttentionKernels attention() const { return attention_; }
+
+  // The fp8 modes' per-tensor scaling of the GEMM operands (workloads/fp8_gemm.hpp); inactive
+  // (Fp8Recipe::none) outside them. The ops quantize through it when the GEMM precision is fp8.
+  Fp8GemmQuantizer& fp8() { return fp8_; }
+  const Fp8GemmQuantizer& fp8() const { return fp8_; }
 
   // Whether activation tensors may be in fp16/bf16 storage. Without it every tensor is real, and a
   // model keeps values of a half type in Real buffers, rounded by round_to.
@@ -338,6 +345,7 @@ class TransformerOps : public virtual OpsMemory {
   OpTimes* op_times_ = nullptr;
   OpRangeListener* op_listener_ = nullptr;
   AttentionKernels attention_ = AttentionKernels::unfused;
+  Fp8GemmQuantizer fp8_;
 };
 
 // Runs body() as one op of one layer: between begin_op and end_op, inside the listener's
@@ -347,6 +355,7 @@ void in_op_range(TransformerOps<Real>& ops, std::string_view op, int layer, Phas
   const auto start = std::chrono::steady_clock::now();
   OpRangeListener* listener = ops.op_listener();
   if (listener) listener->op_begin(op, layer, phase);
+  if (ops.fp8().active()) ops.fp8().set_range(op, layer, phase == Phase::backward);
   ops.begin_op(op, layer, phase);
   try {
     body();

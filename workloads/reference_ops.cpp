@@ -111,9 +111,24 @@ void ReferenceOps<Real>::layernorm_backward(Tensor<Real> dinp_tensor, Real* dwei
   staged_dinp.finish();
 }
 
+// The fp8 modes' GEMM operand: x [rows, cols] quantized as `role` by the recipe and dequantized
+// (Fp8GemmQuantizer, the same code as the CPU ops'), in `storage`.
+template <typename Real>
+const Real* ReferenceOps<Real>::fp8_operand(const Real* x, std::size_t rows, std::size_t cols, bool k_along_rows,
+                                            Fp8Operand role, std::vector<Real>& storage, bool count) {
+  const std::size_t n = rows * cols;
+  std::vector<float> values(x, x + n), out(n);
+  this->fp8().quantize_matrix(role, values.data(), rows, cols, k_along_rows, out.data(), count);
+  values = std::move(out);
+  storage.assign(values.begin(), values.end());
+  return storage.data();
+}
+
+// Outside the fp8 modes' linear GEMMs (which read fp8_operand's values as they are), x rounded to
+// the GEMM input format; attention's products in the fp8 modes read bf16.
 template <typename Real>
 Real ReferenceOps<Real>::gemm_input(Real x) const {
-  const num::Format format = gemm_input_format(precision_.gemm);
+  const num::Format format = attention_input_format(precision_.gemm);
   return format == num::Format::fp32 ? x : static_cast<Real>(round_to_format(static_cast<float>(x), format));
 }
 
@@ -131,12 +146,19 @@ void ReferenceOps<Real>::matmul_forward(Tensor<Real> out_tensor, ConstTensor<Rea
   const RealInput<Real> staged_inp(inp_tensor, static_cast<std::size_t>(N) * C);
   Real* out = staged_out.data();
   const Real* inp = staged_inp.data();
+  const bool fp8 = precision_.gemm == GemmPrecision::fp8_e4m3;
+  std::vector<Real> fp8_inp, fp8_weight;
+  if (fp8) {
+    inp = fp8_operand(inp, N, C, true, Fp8Operand::input, fp8_inp);  // K = C along the rows of both
+    weight = fp8_operand(weight, OC, C, true, Fp8Operand::weight, fp8_weight);
+  }
+  const auto read = [&](Real x) { return fp8 ? x : gemm_input(x); };
   for (int n = 0; n < N; ++n) {
     const Real* x = inp + static_cast<std::size_t>(n) * C;
     for (int o = 0; o < OC; ++o) {
       const Real* w = weight + static_cast<std::size_t>(o) * C;
       double sum = bias ? double(bias[o]) : 0.0;
-      for (int c = 0; c < C; ++c) sum += double(gemm_input(x[c])) * gemm_input(w[c]);
+      for (int c = 0; c < C; ++c) sum += double(read(x[c])) * read(w[c]);
       out[static_cast<std::size_t>(n) * OC + o] = gemm_output(sum);
     }
   }
@@ -155,11 +177,29 @@ void ReferenceOps<Real>::matmul_backward(Tensor<Real> dinp_tensor, Real* dweight
   Real* dinp = staged_dinp.data();
   const Real* dout = staged_dout.data();
   const Real* inp = staged_inp.data();
+  const Real* dout_unscaled = dout;  // dbias sums dout as it is
+  const bool fp8 = precision_.gemm == GemmPrecision::fp8_e4m3;
+  // dinp = dout weight (K = OC: along dout's rows, down weight's columns); dweight = dout^T inp
+  // (K = N: down the columns of both). mxfp8 blocks dout both ways; per-tensor, one copy.
+  std::vector<Real> fp8_dout, fp8_dout_columns, fp8_inp, fp8_weight;
+  const Real* dout_columns = dout;
+  if (fp8) {
+    const Real* raw_dout = dout;
+    dout = fp8_operand(raw_dout, N, OC, true, Fp8Operand::grad, fp8_dout);
+    weight = fp8_operand(weight, OC, C, false, Fp8Operand::weight, fp8_weight);
+    dout_columns = this->fp8().recipe() == Fp8Recipe::mxfp8
+                       ? fp8_operand(raw_dout, N, OC, false, Fp8Operand::grad, fp8_dout_columns, false)
+                       : dout;
+    inp = fp8_operand(inp, N, C, false, Fp8Operand::input, fp8_inp);
+  } else {
+    dout_columns = dout;
+  }
+  const auto read = [&](Real x) { return fp8 ? x : gemm_input(x); };
   for (int n = 0; n < N; ++n) {
     const Real* dy = dout + static_cast<std::size_t>(n) * OC;
     for (int c = 0; c < C; ++c) {
       double sum = 0;
-      for (int o = 0; o < OC; ++o) sum += double(gemm_input(dy[o])) * gemm_input(weight[static_cast<std::size_t>(o) * C + c]);
+      for (int o = 0; o < OC; ++o) sum += double(read(dy[o])) * read(weight[static_cast<std::size_t>(o) * C + c]);
       dinp[static_cast<std::size_t>(n) * C + c] += gemm_output(sum);
     }
   }
@@ -168,14 +208,14 @@ void ReferenceOps<Real>::matmul_backward(Tensor<Real> dinp_tensor, Real* dweight
     for (int c = 0; c < C; ++c) {
       double sum = 0;
       for (int n = 0; n < N; ++n) {
-        sum += double(gemm_input(dout[static_cast<std::size_t>(n) * OC + o])) *
-               gemm_input(inp[static_cast<std::size_t>(n) * C + c]);
+        sum += double(read(dout_columns[static_cast<std::size_t>(n) * OC + o])) *
+               read(inp[static_cast<std::size_t>(n) * C + c]);
       }
       dweight[static_cast<std::size_t>(o) * C + c] += gemm_output(sum);
     }
     if (dbias) {
       double sum = 0;
-      for (int n = 0; n < N; ++n) sum += dout[static_cast<std::size_t>(n) * OC + o];
+      for (int n = 0; n < N; ++n) sum += dout_unscaled[static_cast<std::size_t>(n) * OC + o];
       dbias[o] += gemm_output(sum);
     }
   }
@@ -365,6 +405,8 @@ const CapabilityTable& ReferenceOps<Real>::capabilities() const {
 template <typename Real>
 void ReferenceOps<Real>::set_matmul_precision(const MatmulPrecision& precision) {
   if (const auto reason = this->unsupported(precision.gemm)) throw UsageError(*reason);
+  if (precision.gemm == GemmPrecision::fp8_e4m3 && !this->fp8().active())
+    throw UsageError("fp8 GEMMs quantize with per-tensor scales: configure a recipe first (fp8().configure)");
   precision_ = precision;
 }
 

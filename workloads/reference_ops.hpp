@@ -3,6 +3,8 @@
 // faster implementations are tested against. Instantiated for float and double. In a low matmul
 // precision the GEMM inputs and results are rounded exactly as MatmulPrecision says. Half-storage
 // tensors are decoded to Real before an op and its outputs rounded into them after it.
+#include <vector>
+
 #include "workloads/ops.hpp"
 
 namespace mpbench::workloads {
@@ -46,6 +48,10 @@ class ReferenceOps final : public TransformerOps<Real>, public HostOpsMemory {
 
  private:
   Real gemm_input(Real x) const;     // x as the GEMM reads it in the current precision
+  // The fp8 modes' operand: x [rows, cols] quantized by the recipe (Fp8GemmQuantizer, the CPU ops'
+  // code) and dequantized, in `storage`.
+  const Real* fp8_operand(const Real* x, std::size_t rows, std::size_t cols, bool k_along_rows, Fp8Operand role,
+                          std::vector<Real>& storage, bool count = true);
   Real gemm_output(double sum) const;  // a GEMM result rounded to the output format
   MatmulPrecision precision_;
 };

@@ -161,6 +161,13 @@ Trainer::Trainer(const GptConfig& config, const TrainOptions& options, Transform
       scaler_(amp::initial_scaler_state(options.scaler)),
       test_failure_(test_failure(options, mode)),
       test_overflow_step_(test_overflow_step(options)) {
+  // A fresh run: no scaler, no count from an earlier one (UsageError for a bad history or margin).
+  try {
+    ops_.fp8().configure(fp8_recipe(mode), options.fp8_history, options.fp8_margin);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--fp8-history " + std::to_string(options.fp8_history) + " --fp8-margin " +
+                     std::to_string(options.fp8_margin) + ": " + e.what());
+  }
   model_.init(options.seed);
   if (options.reducer && options.grad_bucket_mib > 0)
     buckets_ = plan_buckets<BucketPlan>(model_.tensors(), options.grad_bucket_mib);
@@ -349,6 +356,10 @@ StepRecord Trainer::step(TokenSource& data) {
     amp::update_scale(scaler_, options_.scaler);
   }
   ops_.synchronize();
+  if (ops_.fp8().active()) {
+    ops_.fp8().end_step();  // delayed scalers: the next step's scales from the amax history
+    record.fp8 = ops_.fp8().take_step_details();
+  }
   record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++step_;
   return record;

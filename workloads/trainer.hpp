@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "amp/loss_scaler_math.hpp"
 #include "amp/policy.hpp"
 #include "workloads/config.hpp"
@@ -100,6 +102,10 @@ struct TrainOptions {
   // shared with a block's tensors. The optimizer waits for all of them. 0: one sum of every gradient after the
   // backward pass.
   double grad_bucket_mib = 25;
+  // fp8-delayed: the amax history's length in steps and the margin (scale / 2^margin) of every
+  // tensor's DelayedScaler; fp8-current takes the margin too. Transformer Engine's defaults.
+  int fp8_history = kFp8DefaultHistory;
+  int fp8_margin = kFp8DefaultMargin;
 };
 
 // Linear warm-up to max_lr over the first warmup_steps steps (step 0 gets max_lr / warmup_steps),
@@ -150,6 +156,9 @@ struct StepRecord {
     double started = 0, done = 0;
   };
   std::vector<Bucket> buckets;  // of the overlapped reduction, in start order; empty with one sum
+  // The fp8 modes: this step's quantization counts per operand kind (saturated, underflowed) and,
+  // delayed, the scale changes at the step's end (Fp8GemmQuantizer::take_step_details); else null.
+  nlohmann::json fp8;
 };
 
 // Bytes a Trainer allocates through the ops: weights, gradients, the fp32 master copy where the

@@ -568,6 +568,36 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
   c.details["lr"] = lrs;
   if (amp::policy(mode).loss_scaling == amp::LossScaling::dynamic) c.details["loss_scale"] = scale;
   c.details["skipped_steps"] = skipped;
+  if (fp8_recipe(mode) != Fp8Recipe::none) {
+    // Per step: saturated and underflowed elements per operand kind, and (delayed) the scales that
+    // changed at the step's end. The totals over the run beside them.
+    nlohmann::json steps = nlohmann::json::array();
+    std::uint64_t saturated = 0, underflowed = 0, changes = 0;
+    for (const StepRecord& r : run.records) {
+      steps.push_back(r.fp8);
+      if (r.fp8.is_null()) continue;
+      saturated += r.fp8["total"]["saturated"].get<std::uint64_t>();
+      underflowed += r.fp8["total"]["underflowed"].get<std::uint64_t>();
+      if (r.fp8.contains("scale_changes")) changes += r.fp8["scale_changes"].get<std::uint64_t>();
+    }
+    const bool blocked = fp8_recipe(mode) == Fp8Recipe::mxfp8;
+    c.details["fp8"] = {{"recipe", std::string(fp8_recipe_name(fp8_recipe(mode)))},
+                        {"gemm_path", "converted"},
+                        {"note", blocked ? "each linear GEMM operand quantized to e4m3 in 32-element blocks along K "
+                                           "with e8m0 scales and dequantized to fp32, the fp32 matmul; attention's "
+                                           "batched GEMMs in bf16"
+                                         : "each linear GEMM operand quantized with its per-tensor scale (e4m3 inputs "
+                                           "and weights, e5m2 output gradients) and dequantized to fp32, the fp32 "
+                                           "matmul; attention's batched GEMMs in bf16"},
+                        {"saturated_total", saturated},
+                        {"underflowed_total", underflowed},
+                        {"per_step", steps}};
+    if (fp8_recipe(mode) == Fp8Recipe::delayed) {
+      c.details["fp8"]["scale_changes_total"] = changes;
+      c.details["fp8"]["history_length"] = plan.train.fp8_history;
+    }
+    if (fp8_recipe(mode) != Fp8Recipe::mxfp8) c.details["fp8"]["margin"] = plan.train.fp8_margin;
+  }
   if (run.op_times.ranges() > 0) c.details["breakdown"] = host_breakdown(run, *c.seconds);
   if (run.profiled) fill_profile(plan, mode, *run.profiled, c);
   c.details["final_loss"] = final_loss(run.records);
@@ -658,6 +688,11 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
     throw UsageError(fmt::format("the noise target must be positive, got {}", options.max_noise));
   plan.max_noise = options.max_noise;
   plan.train.micro_batches = options.micro_batches;
+  if (options.fp8_history < 1 || options.fp8_margin < 0 || options.fp8_margin > 30)
+    throw UsageError(fmt::format("--fp8-history {} --fp8-margin {}: the history needs at least 1 step, the margin 0 to 30",
+                                 options.fp8_history, options.fp8_margin));
+  plan.train.fp8_history = options.fp8_history;
+  plan.train.fp8_margin = options.fp8_margin;
   plan.train.warmup_steps = std::max(1, plan.train.steps / 10);  // learning-rate warm-up
   plan.train.seed = options.seed;
   if (!(options.max_lr > 0) || !std::isfinite(options.max_lr))

@@ -35,6 +35,8 @@ struct TransformerSuiteOptions {
   int steps = 0;                 // 0: 30, or 10 with quick (see kQuickCpu)
   int warmup_steps = -1;         // steps left out of the timing statistics; -1: steps / 5, at least 1
   int micro_batches = 1;
+  int fp8_history = kFp8DefaultHistory;  // TrainOptions::fp8_history (fp8-delayed)
+  int fp8_margin = kFp8DefaultMargin;    // TrainOptions::fp8_margin (fp8-delayed, fp8-current)
   std::vector<amp::Mode> modes;  // empty: fp32, tf32, amp-fp16, amp-bf16, bf16
   std::string attention = "auto";     // auto, fused or unfused (AttentionKernels)
   std::string tensor_cores = "on";    // on, off or batched-off (TensorCorePolicy); a GPU counterfactual

@@ -10,7 +10,7 @@ using namespace mpbench::amp;
 using mpbench::num::Format;
 
 TEST(Policy, EveryModeHasEveryOpInOrder) {
-  ASSERT_EQ(all_policies().size(), 6u);
+  ASSERT_EQ(all_policies().size(), 8u);
   for (const ModePolicy& p : all_policies()) {
     for (std::size_t i = 0; i < kOpCategoryCount; ++i) {
       EXPECT_EQ(static_cast<std::size_t>(p.ops[i].op), i) << p.name << " slot " << i;
@@ -80,13 +80,19 @@ TEST(Policy, Bf16AndFp8Storage) {
   EXPECT_EQ(fp8.op(OpCategory::matmul).input, Format::e4m3);
   EXPECT_EQ(fp8.op(OpCategory::matmul).output, Format::bf16);
   EXPECT_EQ(fp8.op(OpCategory::attention).input, Format::bf16);
+  const ModePolicy& current = policy(Mode::fp8_current);
+  EXPECT_EQ(current.op(OpCategory::matmul).rule, CastRule::fp8_scaled);
+  EXPECT_EQ(current.weight_storage, Format::bf16);
+  EXPECT_TRUE(current.master_weights);
 }
 
 TEST(Policy, ParsesModes) {
   EXPECT_EQ(parse_mode("AMP-FP16"), Mode::amp_fp16);
   EXPECT_EQ(parse_mode("bf16"), Mode::bf16);
   EXPECT_FALSE(parse_mode("fp16").has_value());
-  EXPECT_EQ(mode_names(), "fp32, tf32, amp-fp16, amp-bf16, bf16, fp8");
+  EXPECT_EQ(mode_names(), "fp32, tf32, amp-fp16, amp-bf16, bf16, fp8-delayed, fp8-current, mxfp8");
+  EXPECT_EQ(parse_mode("fp8"), Mode::fp8) << "fp8 stays a name of fp8-delayed";
+  EXPECT_EQ(parse_mode("FP8-Current"), Mode::fp8_current);
 }
 
 TEST(Policy, PromoteResolvesToWidestInput) {

@@ -1,6 +1,8 @@
 // mpbench as a user runs it on a machine without a GPU.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <signal.h>
 
 #include <algorithm>
@@ -100,7 +102,7 @@ TEST_F(CliRun, ListShowsEverySuite) {
   const Invocation r = run_mpbench({"list", "--device", "cpu"}, folder_);
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* s : {"gemm/square_256/fp32", "bandwidth/triad/", "cast/f32_to_e4m3_scaled/", "(skipped: ",
-                        "transformer/small_b4_t256/fp8 ", "capabilities of "})
+                        "transformer/small_b4_t256/fp8-delayed ", "capabilities of "})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   EXPECT_EQ(r.out, run_mpbench({"list", "--device", "cpu", "--suite", "all"}, folder_).out) << "all is the default";
   // amp-fp16's GEMMs run converted on every CPU: this oneDNN has no CPU fp16 matmul.
@@ -109,7 +111,8 @@ TEST_F(CliRun, ListShowsEverySuite) {
 }
 
 // Each of the transformer's modes with its GEMMs' path on this CPU, the ones a default run leaves
-// out (fp8) after the others with their reason, in the order of a suite list as `run` takes it.
+// out (the fp8 modes) after the others with how their GEMMs run, in the order of a suite list as
+// `run` takes it.
 TEST_F(CliRun, ListShowsTheTransformersModesWithTheirGemmPath) {
   const Invocation r = run_mpbench({"list", "--device", "cpu", "--quick", "--suite", "gemm,transformer"}, folder_);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -125,13 +128,17 @@ TEST_F(CliRun, ListShowsTheTransformersModesWithTheirGemmPath) {
       {"amp-fp16", "fp16 GEMMs converted"},
       {"amp-bf16", "bf16 GEMMs " + bf16_path},
       {"bf16", "bf16 GEMMs " + bf16_path},
-      {"fp8", "fp8-e4m3 GEMMs unsupported, skipped: the Transformer workload has no fp8 GEMM path"}};
+      {"fp8-delayed", "fp8-e4m3 GEMMs converted"},
+      {"fp8-current", "fp8-e4m3 GEMMs converted"},
+      {"mxfp8", "fp8-e4m3 GEMMs converted"}};
   for (const auto& [mode, note] : expected)
     EXPECT_NE(listed_line(r.out, "transformer/small_b2_t128/" + mode).find(note), std::string::npos) << mode << "\n" << r.out;
-  const auto others = r.out.find("in a run only when --precision names them (fp8):");
+  const auto others = r.out.find("in a run only when --precision names them (fp8-delayed,fp8-current,mxfp8):");
   ASSERT_NE(others, std::string::npos) << r.out;
   EXPECT_LT(r.out.find("transformer/small_b2_t128/bf16 "), others);
-  EXPECT_GT(r.out.find("transformer/small_b2_t128/fp8 "), others);
+  EXPECT_GT(r.out.find("transformer/small_b2_t128/fp8-delayed "), others);
+  EXPECT_GT(r.out.find("transformer/small_b2_t128/fp8-current "), others);
+  EXPECT_GT(r.out.find("transformer/small_b2_t128/mxfp8 "), others);
 }
 
 TEST_F(CliRun, ListTakesTheSuiteListsRunTakesAndShowsTheCapabilityTableFirst) {
@@ -155,7 +162,7 @@ TEST_F(CliRun, RunHelpNamesEveryPrecisionOfEverySuite) {
   const Invocation r = run_mpbench({"run", "--help"}, folder_);
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* s : {"gemm: fp32, tf32, fp16, fp16-acc16, bf16, fp8-e4m3", "cast: fp32, fp16, bf16, fp8-e4m3",
-                        "transformer (modes): fp32, tf32, amp-fp16, amp-bf16, bf16, fp8"})
+                        "transformer (modes): fp32, tf32, amp-fp16, amp-bf16, bf16, fp8-delayed, fp8-current, mxfp8"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
 }
 
@@ -230,6 +237,42 @@ TEST_F(CliRun, TransformerTrainsEachModeSideBySide) {
   EXPECT_TRUE(d.cases[1].details.contains("final_loss_vs_fp32"));
   EXPECT_TRUE(std::filesystem::exists(checkpoints / "fp32" / "model.safetensors"));
   EXPECT_TRUE(std::filesystem::exists(checkpoints / "amp-bf16" / "config.json"));
+}
+
+// The fp8 modes on a CPU: converted GEMMs, per-step quantization counts; "fp8" is fp8-delayed;
+// --fp8-history and --fp8-margin reach the scalers, and bad values are usage errors.
+TEST_F(CliRun, TransformerTrainsTheFp8ModesConvertedWithTheirCounts) {
+  const auto out = folder_ / "r.json";
+  const Invocation r = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "4",
+                                    "--precision", "amp-bf16,fp8,fp8-current,mxfp8", "--fp8-history", "4",
+                                    "--fp8-margin", "1", "--out", out.string()}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const ResultDocument d = load_result(out);
+  ASSERT_EQ(d.cases.size(), 4u);
+  EXPECT_EQ(d.cases[3].precision, "mxfp8");
+  EXPECT_EQ(d.cases[1].details["fp8"]["history_length"], 4) << "--fp8-history";
+  EXPECT_EQ(d.cases[1].details["fp8"]["margin"], 1) << "--fp8-margin";
+  EXPECT_EQ(d.cases[2].details["fp8"]["margin"], 1);
+  EXPECT_EQ(d.cases[1].details["fp8"]["per_step"][0]["history_length"], 4);
+  EXPECT_EQ(d.cases[3].details["fp8"]["per_step"][0]["block_size"], 32) << d.cases[3].details["fp8"].dump();
+  EXPECT_EQ(d.cases[1].precision, "fp8-delayed") << "fp8 is the old name of fp8-delayed";
+  EXPECT_EQ(d.cases[2].precision, "fp8-current");
+  EXPECT_FALSE(d.cases[0].details.contains("fp8"));
+  for (std::size_t i : {1u, 2u, 3u}) {
+    const CaseResult& c = d.cases[i];
+    ASSERT_EQ(c.status, CaseStatus::ok) << c.precision << ": " << c.message;
+    EXPECT_EQ(c.details["gemm_path"]["path"], "converted") << c.details["gemm_path"];
+    EXPECT_EQ(c.details["gemm_path"]["precision"], "fp8-e4m3");
+    ASSERT_EQ(c.details["fp8"]["per_step"].size(), 4u) << c.details["fp8"].dump();
+    EXPECT_TRUE(c.details["fp8"]["per_step"][0]["by_operand"].contains("grad"));
+    EXPECT_EQ(c.details["fp8"].contains("scale_changes_total"), i == 1) << c.details["fp8"].dump();
+    EXPECT_TRUE(std::isfinite(c.details["final_loss"].get<double>()));
+  }
+  for (const char* bad : {"--fp8-margin=31", "--fp8-history=0"}) {
+    const Invocation e = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps",
+                                      "1", "--precision", "fp8", bad, "--out", out.string()}, folder_);
+    EXPECT_NE(e.status, 0) << bad;
+  }
 }
 
 TEST_F(CliRun, ProfileWritesATracePerModeAndMeasuresTheOverhead) {

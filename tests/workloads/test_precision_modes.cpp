@@ -173,12 +173,20 @@ TEST(PrecisionModes, ANonFiniteLossStopsFp32ButOnlySkipsAStepUnderLossScaling) {
   }
 }
 
-TEST(PrecisionModes, Fp8IsRefusedWithAReason) {
+// The fp8 modes run on the converted path (the reference's table, a CPU's); a native fp8 row (a
+// GPU's) has no fp8 GEMM path in the workload yet.
+TEST(PrecisionModes, Fp8ModesRunConvertedAndNotOnCudaYet) {
   ReferenceOps<float> ops;
-  const auto reason = unsupported_mode(ops, amp::Mode::fp8);
-  ASSERT_TRUE(reason.has_value());
-  EXPECT_NE(reason->find("fp8"), std::string::npos);
-  EXPECT_THROW(Trainer(config_by_name("tiny"), tiny_options(1), ops, amp::Mode::fp8), UsageError);
+  for (amp::Mode mode : {amp::Mode::fp8, amp::Mode::fp8_current, amp::Mode::mxfp8}) {
+    EXPECT_FALSE(unsupported_mode(ops, mode)) << amp::mode_name(mode);
+    const CapabilityTable native = CapabilityTable::every_precision(GemmPath::native, "every GEMM runs");
+    const auto reason = unsupported_mode(native, mode);
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_NE(reason->find("no fp8 GEMM path on CUDA yet"), std::string::npos) << *reason;
+  }
+  EXPECT_EQ(amp::parse_mode("fp8"), amp::Mode::fp8) << "the old name is fp8-delayed";
+  EXPECT_EQ(amp::mode_name(amp::Mode::fp8), "fp8-delayed");
+  EXPECT_EQ(amp::mode_name(amp::Mode::fp8_current), "fp8-current");
 }
 
 // One rule for every reader (the trainer, the suite, `list`): the workload's own refusal first,
@@ -188,10 +196,11 @@ TEST(PrecisionModes, UnsupportedModeReadsTheCapabilityTable) {
   const CapabilityTable none = CapabilityTable::every_precision(GemmPath::unsupported, "no GEMM here");
   for (const amp::ModePolicy& p : amp::all_policies()) {
     const auto on_native = unsupported_mode(native, p.mode), on_none = unsupported_mode(none, p.mode);
-    if (p.mode == amp::Mode::fp8) {
+    if (p.mode == amp::Mode::fp8 || p.mode == amp::Mode::fp8_current || p.mode == amp::Mode::mxfp8) {
       ASSERT_TRUE(on_native && on_none);
-      EXPECT_EQ(*on_native, *workload_gemm_rule(GemmPrecision::fp8_e4m3));
-      EXPECT_EQ(*on_none, *on_native) << "the workload's rule comes first";
+      EXPECT_NE(on_native->find("no fp8 GEMM path on CUDA yet"), std::string::npos) << *on_native;
+      EXPECT_EQ(*on_none, "no GEMM here");
+      EXPECT_FALSE(workload_gemm_rule(GemmPrecision::fp8_e4m3)) << "fp8 is refused by the device's row only";
     } else {
       EXPECT_FALSE(on_native) << p.name << ": " << *on_native;
       ASSERT_TRUE(on_none) << p.name;

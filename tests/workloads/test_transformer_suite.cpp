@@ -260,7 +260,7 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
   compare_final_losses(outcome.cases);
   ASSERT_EQ(outcome.cases.size(), 3u);
   EXPECT_FALSE(outcome.interrupted);
-  EXPECT_EQ(lines.size(), 13u) << "one line per step of the two trained modes, one for the skipped";
+  EXPECT_EQ(lines.size(), 18u) << "one line per step of the three trained modes";
   const CaseResult& fp32 = outcome.cases[0];
   const CaseResult& fp16 = outcome.cases[1];
   for (const CaseResult* c : {&fp32, &fp16}) {
@@ -313,8 +313,23 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
   EXPECT_FALSE(fp32.details.contains("loss_scale"));
   EXPECT_TRUE(fp16.details.contains("final_loss_vs_fp32"));
   EXPECT_LT(std::abs(fp16.details["final_loss_vs_fp32"].get<double>()), 0.02);
-  EXPECT_EQ(outcome.cases[2].status, CaseStatus::skipped);
-  EXPECT_NE(outcome.cases[2].message.find("fp8"), std::string::npos);
+  // fp8-delayed on the reference's converted path: per step its quantization counts and scale changes.
+  const CaseResult& fp8 = outcome.cases[2];
+  ASSERT_EQ(fp8.status, CaseStatus::ok) << fp8.message;
+  EXPECT_EQ(fp8.precision, "fp8-delayed");
+  EXPECT_EQ(fp8.details["gemm_path"]["path"], "converted");
+  const nlohmann::json& q = fp8.details["fp8"];
+  EXPECT_EQ(q["recipe"], "delayed");
+  EXPECT_EQ(q["gemm_path"], "converted");
+  ASSERT_EQ(q["per_step"].size(), 6u);
+  for (const nlohmann::json& step : q["per_step"]) {
+    EXPECT_GT(step["by_operand"]["grad"]["elements"].get<double>(), 0) << step.dump();
+    EXPECT_GT(step["by_operand"]["weight"]["tensors"].get<double>(), 0) << step.dump();
+    EXPECT_TRUE(step.contains("scale_changes")) << step.dump();
+  }
+  EXPECT_GT(q["per_step"][0]["scale_changes"].get<double>(), 0) << "every scale leaves 1 after the first step";
+  EXPECT_GT(q["scale_changes_total"].get<double>(), 0);
+  EXPECT_FALSE(fp32.details.contains("fp8"));
 }
 
 // The reference ops, reporting hand-built GEMM algorithms as the CUDA ops report cuBLASLt's.

@@ -363,7 +363,14 @@ std::string CpuTransformerOps::implementation() const {
   std::string text = fmt::format("oneDNN {} matmul", cpu::onednn_version());
   if (const auto kernels = device_->matmul_kernels(); !kernels.empty()) text += fmt::format(" ({})", fmt::join(kernels, ", "));
   text += " and eltwise GELU, OpenMP loops";
-  if (converted_)
+  if (fp8_gemm())
+    text += fp8().recipe() == Fp8Recipe::mxfp8
+                ? std::string("; fp8 GEMMs converted (mxfp8): each operand quantized to e4m3 in 32-element blocks "
+                              "along K with e8m0 scales and dequantized to fp32, the fp32 matmul; attention in bf16")
+                : fmt::format("; fp8 GEMMs converted ({} scaling): each operand quantized to e4m3 (gradients e5m2) "
+                              "with its per-tensor scale and dequantized to fp32, the fp32 matmul; attention in bf16",
+                              fp8_recipe_name(fp8().recipe()));
+  else if (converted_)
     text += fmt::format("; {} GEMMs converted: operands rounded to {} in fp32, the fp32 matmul",
                         gemm_precision_info(precision_.gemm).name, gemm_precision_info(precision_.gemm).name);
   if (device_->isa_note()) text += "; " + *device_->isa_note();
@@ -374,6 +381,8 @@ const CapabilityTable& CpuTransformerOps::capabilities() const { return device_-
 
 void CpuTransformerOps::set_matmul_precision(const MatmulPrecision& precision) {
   if (const auto reason = unsupported(precision.gemm)) throw UsageError(*reason);
+  if (precision.gemm == GemmPrecision::fp8_e4m3 && !fp8().active())
+    throw UsageError("fp8 GEMMs quantize with per-tensor scales: configure a recipe first (fp8().configure)");
   precision_ = precision;
   converted_ = gemm_path(precision.gemm) == GemmPath::converted;
 }
@@ -381,6 +390,7 @@ void CpuTransformerOps::set_matmul_precision(const MatmulPrecision& precision) {
 void CpuTransformerOps::release_scratch() {
   operand_a_ = {};
   operand_b_ = {};
+  operand_c_ = {};
   result_ = {};
   decoded_ = {};
   per_thread_ = {};
@@ -399,6 +409,16 @@ const float* CpuTransformerOps::decoded(ConstTensor<float> x, std::size_t n, Ops
   float* values = scratch(buffer, n);
   in_chunks(n, [&](std::size_t first, std::size_t count) { decode_values(x, first, count, values + first); });
   return values;
+}
+
+const float* CpuTransformerOps::fp8_operand(ConstTensor<float> x, std::size_t rows, std::size_t cols,
+                                            bool k_along_rows, Fp8Operand role, OpsArray<std::byte>& buffer,
+                                            bool count) {
+  const std::size_t n = rows * cols;
+  const float* values = decoded(x, n, decoded_[0]);
+  float* operand = reinterpret_cast<float*>(scratch(buffer, n * sizeof(float)));
+  fp8().quantize_matrix(role, values, rows, cols, k_along_rows, operand, count);
+  return operand;
 }
 
 const void* CpuTransformerOps::gemm_operand(ConstTensor<float> x, std::size_t n, OpsArray<std::byte>& buffer) {
@@ -438,8 +458,11 @@ void CpuTransformerOps::gemm(Tensor<float> out, const void* a, bool a_transposed
   const bool rounded = precision_.output != num::Format::fp32;
   const bool in_place = out.is_real() && !(accumulate && rounded);
   float* dst = in_place ? out.real("gemm") : scratch(result_, outputs);
-  cpu::CpuMatmul& matmul = device_->matmul({precision_.gemm, 1, M, N, K, a_transposed, b_transposed, DType::f32,
-                                            bias != nullptr, accumulate && in_place, converted_});
+  // fp8: the operands are dequantized fp32 values already, for the fp32 matmul.
+  const bool fp8 = fp8_gemm();
+  cpu::CpuMatmul& matmul = device_->matmul({fp8 ? GemmPrecision::fp32 : precision_.gemm, 1, M, N, K, a_transposed,
+                                            b_transposed, DType::f32, bias != nullptr, accumulate && in_place,
+                                            fp8 ? false : converted_});
   matmul.run(a, b, bias, dst);
   round_values(dst, outputs, precision_.output);
   if (in_place) return;
@@ -452,6 +475,12 @@ void CpuTransformerOps::gemm(Tensor<float> out, const void* a, bool a_transposed
 void CpuTransformerOps::matmul_forward(Tensor<float> out, ConstTensor<float> inp, const float* weight,
                                        const float* bias, int N, int C, int OC) {
   const std::size_t NC = static_cast<std::size_t>(N) * C, OCC = static_cast<std::size_t>(OC) * C;
+  if (fp8_gemm()) {
+    // K = C runs along the rows of both inp [N,C] and weight [OC,C].
+    const float* a = fp8_operand(inp, N, C, true, Fp8Operand::input, operand_a_);
+    const float* b = fp8_operand(weight, OC, C, true, Fp8Operand::weight, operand_b_);
+    return gemm(out, a, false, b, true, bias, N, C, OC, false);
+  }
   gemm(out, gemm_operand(inp, NC, operand_a_), false, gemm_operand(weight, OCC, operand_b_), true, bias, N, C, OC,
        false);
 }
@@ -459,9 +488,23 @@ void CpuTransformerOps::matmul_forward(Tensor<float> out, ConstTensor<float> inp
 void CpuTransformerOps::matmul_backward(Tensor<float> dinp, float* dweight, float* dbias, ConstTensor<float> dout,
                                         ConstTensor<float> inp, const float* weight, int N, int C, int OC) {
   const std::size_t NC = static_cast<std::size_t>(N) * C, OCC = static_cast<std::size_t>(OC) * C;
-  const void* dout_operand = gemm_operand(dout, static_cast<std::size_t>(N) * OC, operand_a_);  // read by both
-  gemm(dinp, dout_operand, false, gemm_operand(weight, OCC, operand_b_), false, nullptr, N, OC, C, true);
-  gemm(dweight, dout_operand, true, gemm_operand(inp, NC, operand_b_), false, nullptr, OC, N, C, true);
+  if (fp8_gemm()) {
+    // dinp = dout weight: K = OC, along dout's rows and down weight's columns. dweight = dout^T inp:
+    // K = N, down the columns of both. Per-tensor scales give one dout operand for both GEMMs;
+    // mxfp8 blocks it both ways (the second copy not counted again).
+    const bool blocked = fp8().recipe() == Fp8Recipe::mxfp8;
+    const float* dout_rows = fp8_operand(dout, N, OC, true, Fp8Operand::grad, operand_a_);
+    gemm(dinp, dout_rows, false, fp8_operand(weight, OC, C, false, Fp8Operand::weight, operand_b_), false, nullptr, N,
+         OC, C, true);
+    const float* dout_columns =
+        blocked ? fp8_operand(dout, N, OC, false, Fp8Operand::grad, operand_c_, false) : dout_rows;
+    gemm(dweight, dout_columns, true, fp8_operand(inp, N, C, false, Fp8Operand::input, operand_b_), false, nullptr, OC,
+         N, C, true);
+  } else {
+    const void* dout_operand = gemm_operand(dout, static_cast<std::size_t>(N) * OC, operand_a_);  // read by both
+    gemm(dinp, dout_operand, false, gemm_operand(weight, OCC, operand_b_), false, nullptr, N, OC, C, true);
+    gemm(dweight, dout_operand, true, gemm_operand(inp, NC, operand_b_), false, nullptr, OC, N, C, true);
+  }
   if (dbias == nullptr) return;
   // Column sums of dout (not rounded to the GEMM input type, as in the reference), in double.
   // Blocks of columns per thread: each thread reads contiguous pieces of every row.
@@ -608,7 +651,7 @@ void CpuTransformerOps::attention_forward(Tensor<float> out, float* att, ConstTe
                                           int NH) {
   const int hs = C / NH, BH = B * NH;
   const std::size_t head_values = static_cast<std::size_t>(B) * T * C, scores = static_cast<std::size_t>(BH) * T * T;
-  const num::Format in = gemm_input_format(precision_.gemm);
+  const num::Format in = attention_input_format(precision_.gemm);
   float* q = scratch(per_thread_, 4 * head_values + (in == num::Format::fp32 ? 0 : scores));
   float* k = q + head_values;
   float* v = k + head_values;
@@ -629,7 +672,7 @@ void CpuTransformerOps::attention_backward(Tensor<float> dqkv, ConstTensor<float
                                            const float* att, int B, int T, int C, int NH) {
   const int hs = C / NH, BH = B * NH;
   const std::size_t head_values = static_cast<std::size_t>(B) * T * C, scores = static_cast<std::size_t>(BH) * T * T;
-  const num::Format in = gemm_input_format(precision_.gemm);
+  const num::Format in = attention_input_format(precision_.gemm);
   float* q = scratch(per_thread_, 7 * head_values + (in == num::Format::fp32 ? 1 : 2) * scores);
   float* k = q + head_values;
   float* v = k + head_values;

@@ -86,6 +86,11 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   // (fp32 GEMMs on real storage, bf16 on bf16), else its copy in that type in `buffer`. Converted:
   // fp32 values of the input format (rounded_operand).
   const void* gemm_operand(ConstTensor<float> x, std::size_t n, OpsArray<std::byte>& buffer);
+  // fp8 GEMMs (fp8_gemm()): x [rows, cols] quantized as `role` by the recipe (Fp8GemmQuantizer::
+  // quantize_matrix, K along its rows or down its columns) and dequantized, fp32 in `buffer`.
+  const float* fp8_operand(ConstTensor<float> x, std::size_t rows, std::size_t cols, bool k_along_rows,
+                           Fp8Operand role, OpsArray<std::byte>& buffer, bool count = true);
+  bool fp8_gemm() const { return precision_.gemm == GemmPrecision::fp8_e4m3; }
   // n values of x rounded to `format`, as fp32 in `buffer`: the converted path's operands.
   const float* rounded_operand(ConstTensor<float> x, std::size_t n, num::Format format, OpsArray<std::byte>& buffer);
   // Half-storage values as floats in `buffer` (the fp32 GEMM's operands, encoder_backward's dout).
@@ -96,6 +101,7 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   MatmulPrecision precision_;
   bool converted_ = false;  // the GEMMs of precision_ run on the converted path
   OpsArray<std::byte> operand_a_, operand_b_;  // GEMM operands: codes (native) or rounded fp32 (converted)
+  OpsArray<std::byte> operand_c_;              // mxfp8: dout blocked along its columns, for dweight
   OpsArray<float> result_;                         // GEMM results before rounding and adding
   std::array<OpsArray<float>, 2> decoded_;         // half-storage values decoded to fp32
   OpsArray<float> per_thread_;                     // attention's heads and scores, LayerNorm's per-thread sums

@@ -13,7 +13,9 @@
 #include <limits>
 #include <sstream>
 
+#include "amp/block_scaling.hpp"
 #include "amp/formats.hpp"
+#include "amp/policy.hpp"
 #include "backends/cpu/cpu_device.hpp"
 #include "core/error.hpp"
 #include "tests/cpu_expectations.hpp"
@@ -356,6 +358,99 @@ TEST_P(CpuOps, Matmul) {
         expect_both_close(dweight, bound, "dweight", &dweight_init, &backward_terms.dweight);
         expect_both_close(dbias, bound, "dbias", &dbias_init, &backward_terms.dbias);
       }
+    }
+  }
+}
+
+// The fp8 modes' GEMMs: both ops quantize each operand with the same code (Fp8GemmQuantizer), so
+// they read the same dequantized values, bit for bit (the same counts say so); the GEMM sums those
+// in fp32 (CPU) or double (reference), each result rounded to bf16: one bf16 ulp apart, plus the
+// fp32 rounding of products and sums of values that cancel. Both recipes; delayed over three steps
+// (the first at scale 1, then from the history). An independent computation of the current recipe
+// (amp's quantize_current_scaling, double sums) checks the reference's forward, and the fp8 result
+// must differ from the bf16 GEMM's (the quantization happened).
+TEST_P(CpuOps, Fp8MatmulReadsTheReferencesQuantizedOperands) {
+  for (Fp8Recipe recipe : {Fp8Recipe::current, Fp8Recipe::delayed, Fp8Recipe::mxfp8}) {
+    SCOPED_TRACE(std::string(fp8_recipe_name(recipe)));
+    cpu_.fp8().configure(recipe);
+    ref_.fp8().configure(recipe);
+    ASSERT_TRUE(set_precision({GemmPrecision::fp8_e4m3, num::Format::bf16})) << *cpu_.unsupported(GemmPrecision::fp8_e4m3);
+    EXPECT_NE(cpu_.implementation().find("fp8 GEMMs converted"), std::string::npos) << cpu_.implementation();
+    for (int step = 0; step < 3; ++step) {
+      for (auto [N, C, OC] : {std::tuple{7, 20, 36}, std::tuple{64, 96, 200}}) {
+        SCOPED_TRACE("step " + std::to_string(step) + " N " + std::to_string(N) + " C " + std::to_string(C) + " OC " +
+                     std::to_string(OC));
+        Tolerance bound = kBf16Ulp;
+        bound.of_terms = (std::max({N, C, OC}) + 2) * 0x1p-24;
+        // Gradients small (as a loss's are), so that the delayed recipe's first step underflows some.
+        const Vec inp_values = random(N * C, -2, 2), weight_values = random(OC * C, -0.1, 0.1), bias_values = random(OC);
+        auto inp = both(inp_values), weight = both(weight_values), bias = both(bias_values);
+        auto out = both(random(N * OC));
+        cpu_.matmul_forward(out.c(), inp.c(), weight.c(), bias.c(), N, C, OC);
+        ref_.matmul_forward(out.r(), inp.r(), weight.r(), bias.r(), N, C, OC);
+        // Terms of the dequantized operands are within e4m3's relative step (2^-3) of the originals'.
+        MatmulTerms forward_terms = matmul_terms(inp_values, weight_values, &bias_values, Vec(N * OC, 0.0f), N, C, OC);
+        for (float& t : forward_terms.out) t *= 1.3f;
+        expect_both_close(out, bound, "out", nullptr, &forward_terms.out);
+        const Vec ref_out = out.ref.download();
+        if (recipe != Fp8Recipe::delayed) {
+          // Independently: current scaling per tensor, or MX blocks of 32 along each row (K = C).
+          std::vector<std::uint8_t> codes(std::max(N * C, OC * C)), scales(std::max(N, OC) * amp::mx_blocks_per_row(C));
+          Vec x(N * C), w(OC * C);
+          const auto independent_operand = [&](const Vec& v, int rows, Vec& out_values) {
+            const std::span<std::uint8_t> q(codes.data(), v.size());
+            if (recipe == Fp8Recipe::current) {
+              const auto r = amp::quantize_current_scaling(v, num::Format::e4m3, q);
+              amp::dequantize_per_tensor(q, r.scale_inv, num::Format::e4m3, out_values);
+            } else {
+              const std::span<std::uint8_t> sc(scales.data(), rows * amp::mx_blocks_per_row(C));
+              amp::mx_quantize_rows(v, rows, C, num::Format::e4m3, q, sc);
+              amp::mx_dequantize_rows(q, sc, rows, C, num::Format::e4m3, out_values);
+            }
+          };
+          independent_operand(inp_values, N, x);
+          independent_operand(weight_values, OC, w);
+          Vec independent(N * OC), bf16_gemm(N * OC);
+          for (int n = 0; n < N; ++n)
+            for (int o = 0; o < OC; ++o) {
+              double sum = bias_values[o], plain = bias_values[o];
+              for (int c = 0; c < C; ++c) {
+                sum += double(x[n * C + c]) * w[o * C + c];
+                plain += double(round_to_format(inp_values[n * C + c], num::Format::bf16)) *
+                         round_to_format(weight_values[o * C + c], num::Format::bf16);
+              }
+              independent[n * OC + o] = round_to_format(float(sum), num::Format::bf16);
+              bf16_gemm[n * OC + o] = round_to_format(float(plain), num::Format::bf16);
+            }
+          expect_close(ref_out, independent, bound, "reference vs independent quantization", nullptr,
+                       &forward_terms.out);
+          EXPECT_NE(ref_out, bf16_gemm) << "the fp8 operands must differ from bf16 ones";
+        }
+        const Vec dinp_init = random(N * C), dweight_init = random(OC * C), dbias_init = random(OC);
+        const Vec dout_values = random(N * OC, -1e-3, 1e-3);
+        auto dout = both(dout_values), dinp = both(dinp_init), dweight = both(dweight_init), dbias = both(dbias_init);
+        cpu_.matmul_backward(dinp.c(), dweight.c(), dbias.c(), dout.c(), inp.c(), weight.c(), N, C, OC);
+        ref_.matmul_backward(dinp.r(), dweight.r(), dbias.r(), dout.r(), inp.r(), weight.r(), N, C, OC);
+        MatmulTerms backward_terms = matmul_backward_terms(dout_values, inp_values, weight_values, dinp_init,
+                                                           dweight_init, dbias_init, N, C, OC);
+        for (Vec* t : {&backward_terms.dinp, &backward_terms.dweight, &backward_terms.dbias})
+          for (float& v : *t) v *= 1.3f;
+        expect_both_close(dinp, bound, "dinp", &dinp_init, &backward_terms.dinp);
+        expect_both_close(dweight, bound, "dweight", &dweight_init, &backward_terms.dweight);
+        expect_both_close(dbias, bound, "dbias", &dbias_init, &backward_terms.dbias);
+      }
+      // The same quantization in both: the same counts, operand kind by operand kind.
+      for (std::size_t kind = 0; kind < kFp8OperandKinds; ++kind) {
+        EXPECT_EQ(cpu_.fp8().step_counts()[kind].saturated, ref_.fp8().step_counts()[kind].saturated) << kind;
+        EXPECT_EQ(cpu_.fp8().step_counts()[kind].underflowed, ref_.fp8().step_counts()[kind].underflowed) << kind;
+        EXPECT_EQ(cpu_.fp8().step_counts()[kind].elements, ref_.fp8().step_counts()[kind].elements) << kind;
+      }
+      if (recipe == Fp8Recipe::delayed && step == 0) {
+        EXPECT_GT(ref_.fp8().step_counts()[2].underflowed, 0u) << "gradients below e5m2's range at scale 1";
+      }
+      cpu_.fp8().end_step();
+      ref_.fp8().end_step();
+      EXPECT_EQ(cpu_.fp8().take_step_details(), ref_.fp8().take_step_details());
     }
   }
 }
@@ -771,7 +866,7 @@ TEST_P(CpuOps, RoundToIsRoundToFormatBitForBit) {
 }
 
 TEST_P(CpuOps, UnsupportedPrecisionsGiveReasons) {
-  for (GemmPrecision p : {GemmPrecision::fp8_e4m3, GemmPrecision::tf32, GemmPrecision::fp16_acc16}) {
+  for (GemmPrecision p : {GemmPrecision::tf32, GemmPrecision::fp16_acc16}) {
     const auto reason = cpu_.unsupported(p);
     ASSERT_TRUE(reason.has_value()) << gemm_precision_info(p).name;
     EXPECT_FALSE(reason->empty());
@@ -779,7 +874,10 @@ TEST_P(CpuOps, UnsupportedPrecisionsGiveReasons) {
   }
   EXPECT_FALSE(cpu_.unsupported(GemmPrecision::fp32).has_value());
   // Asked again, the cached answer.
-  EXPECT_EQ(cpu_.unsupported(GemmPrecision::fp8_e4m3), cpu_.unsupported(GemmPrecision::fp8_e4m3));
+  EXPECT_EQ(cpu_.unsupported(GemmPrecision::tf32), cpu_.unsupported(GemmPrecision::tf32));
+  // fp8 runs converted (the fp8 modes), but only with a scaling recipe.
+  EXPECT_FALSE(cpu_.unsupported(GemmPrecision::fp8_e4m3).has_value());
+  EXPECT_THROW(cpu_.set_matmul_precision({GemmPrecision::fp8_e4m3, num::Format::bf16}), UsageError);
   EXPECT_NE(cpu_.implementation().find("oneDNN"), std::string::npos);
 }
 
@@ -859,7 +957,7 @@ TEST_P(CpuModel, MatchesTheReferenceModel) {
   Vec params = cpu_model.download_params();
   const auto noise = testing::random_values(params.size(), seed + 1, -0.05, 0.05);
   for (std::size_t i = 0; i < params.size(); ++i) params[i] += static_cast<float>(noise[i]);
-  if (mode == amp::Mode::bf16) {
+  if (amp::policy(mode).weight_storage == num::Format::bf16) {
     for (float& p : params) p = round_to_format(p, num::Format::bf16);  // bf16 weights, as the trainer keeps them
   }
   cpu_model.upload_params(params);
@@ -879,17 +977,24 @@ TEST_P(CpuModel, MatchesTheReferenceModel) {
   // tensor are expected, each a small part of it (seen over 36 seeds: gradients up to 5e-3
   // relative, probabilities 2.5e-4, loss 1e-4).
   const bool fp32 = mode == amp::Mode::fp32;
-  EXPECT_NEAR(cpu_loss, ref_loss, fp32 ? 1e-6 : 1e-3);
+  // fp8-current: a GEMM input a bf16 ulp apart at its amax moves its scale, and so the e4m3 grid of
+  // every element of the tensor: elements then round to neighbours 2^-4 apart, not 2^-8 (seen in
+  // 30 seeds: probabilities once 4.4e-3 relative, gradients 3e-2..7e-2), ten times the bf16 bounds.
+  const bool current = mode == amp::Mode::fp8_current;
+  EXPECT_NEAR(cpu_loss, ref_loss, fp32 ? 1e-6 : current ? 1e-2 : 1e-3);
   const Vec cpu_probs = cpu_model.download_probs(), ref_probs = ref_model.download_probs();
   if (fp32) {
     expect_close(cpu_probs, ref_probs, {1e-4, 1e-5}, "probs");
   } else {
-    EXPECT_LT(relative_l2(cpu_probs, ref_probs, 0, ref_probs.size()), 2e-3) << "probs";
+    EXPECT_LT(relative_l2(cpu_probs, ref_probs, 0, ref_probs.size()), current ? 2e-2 : 2e-3) << "probs";
   }
+  // fp8-delayed's first step has every scale at 1. mxfp8's block scales are powers of two of each
+  // block's amax: a bf16 ulp moves one only where the amax crosses a power of two.
+  const double grad_tolerance = fp32 ? 1e-5 : current ? 1.5e-1 : 2e-2;
   const Vec cpu_grads = cpu_model.download_grads(), ref_grads = ref_model.download_grads();
   for (const ParameterTensor& t : cpu_model.tensors()) {
     const double error = relative_l2(cpu_grads, ref_grads, t.offset, t.size);
-    EXPECT_LT(error, fp32 ? 1e-5 : 2e-2) << t.name;
+    EXPECT_LT(error, grad_tolerance) << t.name;
   }
 }
 
@@ -899,7 +1004,8 @@ std::string mode_and_choice_name(const ::testing::TestParamInfo<std::tuple<amp::
   return testing::mode_test_name({mode, info.index}) + "_" + choice_name({choice, info.index});
 }
 
-const auto kTrainedModes = ::testing::Values(amp::Mode::fp32, amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16);
+const auto kTrainedModes = ::testing::Values(amp::Mode::fp32, amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::bf16,
+                                             amp::Mode::fp8, amp::Mode::fp8_current, amp::Mode::mxfp8);
 INSTANTIATE_TEST_SUITE_P(Modes, CpuModel, ::testing::Combine(kTrainedModes, kChoices), mode_and_choice_name);
 
 // Half storage on the CPU ops (rows decoded to fp32 and rounded back, bf16 GEMM operands read in
@@ -986,8 +1092,57 @@ TEST_P(CpuTraining, TinyLearns) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, CpuTraining,
-                         ::testing::Combine(::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16), kChoices),
+                         ::testing::Combine(::testing::Values(amp::Mode::amp_fp16, amp::Mode::amp_bf16, amp::Mode::fp8,
+                                                              amp::Mode::fp8_current, amp::Mode::mxfp8),
+                                            kChoices),
                          mode_and_choice_name);
+
+// The fp8 modes against amp-bf16 on the same data, weights and 30 steps of the tiny config: losses
+// fall and the final loss (mean of the last 10 steps) is within 3% of amp-bf16's. At a learning
+// rate of 1e-2 the two runs' trajectories part, and the gap is mostly that: 1 mxfp8 seed in 100
+// reached 3.9%. At 5e-3 they stay together: over 200 fresh seeds per mode the gap was within
+// -0.45%..+0.86%, and the loss fell by 1.27 or more (0.5 asked). Per step the records carry the
+// quantization counts, and, delayed, its scale changes.
+class CpuFp8Training : public ::testing::TestWithParam<amp::Mode> {};
+
+TEST_P(CpuFp8Training, FinalLossWithinThreePercentOfAmpBf16) {
+  const amp::Mode mode = GetParam();
+  const GptConfig config = config_by_name("tiny");
+  TrainOptions o;
+  o.batch = 4;
+  o.seq_len = 16;
+  o.steps = 30;
+  o.warmup_steps = 5;
+  o.max_lr = 5e-3f;
+  o.min_lr = 1e-3f;
+  o.seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(o.seed));
+  const MarkovChain chain = MarkovChain::random(config.vocab, 3, 11);
+  const auto final_of = [](const std::vector<StepRecord>& curve) {
+    double end = 0;
+    for (std::size_t i = curve.size() - 10; i < curve.size(); ++i) end += curve[i].loss / 10;
+    return end;
+  };
+  CpuTransformerOps bf16_ops(cpu_device()), fp8_ops(cpu_device());
+  MarkovTokenStream bf16_data(chain, 1), fp8_data(chain, 1);
+  const auto bf16 = train(config, o, bf16_data, bf16_ops, amp::Mode::amp_bf16);
+  const auto fp8 = train(config, o, fp8_data, fp8_ops, mode);
+  ASSERT_EQ(fp8.size(), 30u);
+  for (const StepRecord& r : fp8) {
+    ASSERT_TRUE(std::isfinite(r.loss)) << "step " << r.step;
+    ASSERT_TRUE(r.fp8.is_object()) << "step " << r.step;
+    EXPECT_EQ(r.fp8["recipe"], std::string(fp8_recipe_name(fp8_recipe(mode))));
+    EXPECT_GT(r.fp8["total"]["elements"].get<double>(), 0);
+    EXPECT_EQ(r.fp8.contains("scale_changes"), mode == amp::Mode::fp8);
+  }
+  EXPECT_LT(final_of(fp8), fp8.front().loss - 0.5) << "the loss falls";
+  EXPECT_LT(std::abs(final_of(fp8) - final_of(bf16)), 0.03 * final_of(bf16))
+      << "fp8 " << final_of(fp8) << " amp-bf16 " << final_of(bf16);
+  EXPECT_TRUE(bf16.front().fp8.is_null());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CpuFp8Training, ::testing::Values(amp::Mode::fp8, amp::Mode::fp8_current, amp::Mode::mxfp8),
+                         testing::mode_test_name);
 
 }  // namespace
 }  // namespace mpbench::workloads

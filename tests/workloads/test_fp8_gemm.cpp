@@ -1,0 +1,151 @@
+// Fp8GemmQuantizer, the fp8 modes' per-tensor scaling of GEMM operands: the values it hands the
+// GEMMs are amp's quantize/dequantize with the recipe's scale, the counts are per operand kind,
+// and the delayed recipe follows its amax history through a crafted spike.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "amp/block_scaling.hpp"
+#include "workloads/fp8_gemm.hpp"
+
+namespace mpbench::workloads {
+namespace {
+
+using Vec = std::vector<float>;
+
+// n values with amax `amax` (the first one), the rest smaller.
+Vec with_amax(std::size_t n, float amax) {
+  Vec x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = amax * 0.99f * std::sin(float(i) + 1.0f);
+  x[0] = amax;
+  return x;
+}
+
+TEST(Fp8GemmQuantizer, CurrentScalingIsAmpsQuantizeAndDequantize) {
+  Fp8GemmQuantizer q;
+  q.configure(Fp8Recipe::current);
+  q.set_range("c_fc", 0, false);
+  const Vec x = with_amax(100, 3.7f);
+  Vec out(x.size());
+  q.quantize(Fp8Operand::input, x.data(), x.size(), out.data());
+  std::vector<std::uint8_t> codes(x.size());
+  const auto r = amp::quantize_current_scaling(x, num::Format::e4m3, codes);
+  Vec want(x.size());
+  amp::dequantize_per_tensor(codes, r.scale_inv, num::Format::e4m3, want);
+  EXPECT_EQ(out, want);
+  EXPECT_NE(out, x) << "e4m3 has 3 mantissa bits: some of these values must move";
+  EXPECT_FLOAT_EQ(out[0], 3.7f) << "the amax maps to 448 and back";
+  // Gradients in the backward: e5m2.
+  q.set_range("c_fc", 0, true);
+  q.quantize(Fp8Operand::grad, x.data(), x.size(), out.data());
+  const auto g = amp::quantize_current_scaling(x, num::Format::e5m2, codes);
+  amp::dequantize_per_tensor(codes, g.scale_inv, num::Format::e5m2, want);
+  EXPECT_EQ(out, want);
+  const auto details = q.take_step_details();
+  EXPECT_EQ(details["by_operand"]["input"]["tensors"], 1);
+  EXPECT_EQ(details["by_operand"]["grad"]["tensors"], 1);
+  EXPECT_EQ(details["total"]["elements"], 200);
+  EXPECT_FALSE(details.contains("scale_changes"));
+}
+
+TEST(Fp8GemmQuantizer, QuantizingWithoutARecipeIsAnError) {
+  Fp8GemmQuantizer q;
+  Vec x(4, 1.0f);
+  EXPECT_THROW(q.quantize(Fp8Operand::weight, x.data(), x.size(), x.data()), std::logic_error);
+  EXPECT_TRUE(q.take_step_details().is_null());
+}
+
+// Delayed, history 4, margin 0: the scale of step s is 448 / max(amax of steps s-4..s-1); the first
+// step's is 1. A spike (amax 100 where the others are 1) saturates in its own step (the scale came
+// from amax 1), sets the scale for the next 4 steps, then leaves the window.
+TEST(Fp8GemmQuantizer, DelayedScalesFollowTheAmaxHistoryThroughASpike) {
+  Fp8GemmQuantizer q;
+  q.configure(Fp8Recipe::delayed, 4, 0);
+  const std::vector<float> amax = {1, 1, 1, 100, 1, 1, 1, 1, 1};
+  const std::vector<float> want_scale = {1, 448, 448, 448, 4.48f, 4.48f, 4.48f, 4.48f, 448};
+  Vec out(64);
+  for (std::size_t step = 0; step < amax.size(); ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    q.set_range("lm_head", -1, false);
+    const Vec x = with_amax(64, amax[step]);
+    q.quantize(Fp8Operand::weight, x.data(), x.size(), out.data());
+    const amp::DelayedScaler* s = q.scaler("lm_head weight");
+    ASSERT_NE(s, nullptr);
+    EXPECT_FLOAT_EQ(s->scale(), want_scale[step]);
+    const std::uint64_t saturated = q.step_counts()[1].saturated;
+    if (step == 3) {
+      EXPECT_GT(saturated, 0u) << "the spike exceeds 448 / 448 * 1";
+      EXPECT_FLOAT_EQ(out[0], 1.0f) << "clamped to 448 / scale";
+    } else {
+      EXPECT_EQ(saturated, 0u);
+    }
+    q.end_step();
+    const auto details = q.take_step_details();
+    const bool changes = step + 1 < want_scale.size() && want_scale[step + 1] != want_scale[step];
+    EXPECT_EQ(details["scale_changes"], changes ? 1 : 0);
+    EXPECT_EQ(details["scaled_tensors"], 1);
+    EXPECT_EQ(details["history_length"], 4);
+  }
+}
+
+TEST(Fp8GemmQuantizer, EachRangeAndRoleHasItsOwnScaler) {
+  Fp8GemmQuantizer q;
+  q.configure(Fp8Recipe::delayed);
+  Vec x = with_amax(8, 2.0f), out(8);
+  for (int layer : {0, 1}) {
+    q.set_range("c_fc", layer, false);
+    q.quantize(Fp8Operand::input, x.data(), x.size(), out.data());
+    q.quantize(Fp8Operand::weight, x.data(), x.size(), out.data());
+  }
+  q.set_range("c_fc", 1, true);
+  q.quantize(Fp8Operand::grad, x.data(), x.size(), out.data());
+  q.quantize(Fp8Operand::weight, x.data(), x.size(), out.data());  // the forward's scaler, not counted again
+  EXPECT_NE(q.scaler("c_fc L0 input"), nullptr);
+  EXPECT_NE(q.scaler("c_fc L1 weight"), nullptr);
+  EXPECT_NE(q.scaler("c_fc L1 grad"), nullptr);
+  EXPECT_EQ(q.step_counts()[1].tensors, 2u);
+  q.end_step();
+  EXPECT_EQ(q.take_step_details()["scaled_tensors"], 5);
+  EXPECT_FLOAT_EQ(q.scaler("c_fc L1 grad")->scale(), 57344.0f / 2.0f) << "e5m2's max over the amax";
+}
+
+// mxfp8: blocks of 32 along K. K along the rows is amp's row-blocked MX quantization as it is; K
+// down the columns is the same on the transpose, transposed back. Counts per operand kind.
+TEST(Fp8GemmQuantizer, MxBlocksRunAlongK) {
+  Fp8GemmQuantizer q;
+  q.configure(Fp8Recipe::mxfp8);
+  const std::size_t rows = 5, cols = 70;  // two full blocks and a tail of 6 per row
+  Vec x(rows * cols);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(float(i)) * std::exp2(float(int(i % 23) - 11));
+  const auto mx = [](const Vec& v, std::size_t r, std::size_t c) {
+    std::vector<std::uint8_t> codes(v.size()), scales(r * amp::mx_blocks_per_row(c));
+    amp::mx_quantize_rows(v, r, c, num::Format::e4m3, codes, scales);
+    Vec out(v.size());
+    amp::mx_dequantize_rows(codes, scales, r, c, num::Format::e4m3, out);
+    return out;
+  };
+  Vec out(x.size());
+  q.quantize_matrix(Fp8Operand::input, x.data(), rows, cols, true, out.data());
+  EXPECT_EQ(out, mx(x, rows, cols));
+  Vec xt(x.size());
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) xt[c * rows + r] = x[r * cols + c];
+  const Vec by_columns = mx(xt, cols, rows);
+  q.quantize_matrix(Fp8Operand::weight, x.data(), rows, cols, false, out.data());
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) ASSERT_EQ(out[r * cols + c], by_columns[c * rows + r]) << r << " " << c;
+  EXPECT_NE(by_columns, xt) << "the blocks moved some values";
+  q.set_range("c_fc", 0, true);
+  q.quantize_matrix(Fp8Operand::grad, x.data(), rows, cols, true, out.data());
+  q.quantize_matrix(Fp8Operand::grad, x.data(), rows, cols, false, out.data(), false);  // the second copy
+  const auto details = q.take_step_details();
+  EXPECT_EQ(details["by_operand"]["grad"]["tensors"], 1);
+  EXPECT_EQ(details["by_operand"]["input"]["tensors"], 1);
+  EXPECT_EQ(details["block_size"], 32);
+  EXPECT_EQ(details["formats"]["grad"], "fp8-e4m3");
+}
+
+}  // namespace
+}  // namespace mpbench::workloads

@@ -1,0 +1,165 @@
+#include "workloads/fp8_gemm.hpp"
+
+#include <span>
+#include <stdexcept>
+
+#include "amp/block_scaling.hpp"
+
+namespace mpbench::workloads {
+namespace {
+
+constexpr std::array<std::string_view, kFp8OperandKinds> kOperandNames = {"input", "weight", "grad"};
+
+nlohmann::json counts_json(const Fp8Counts& c) {
+  return {{"tensors", c.tensors}, {"elements", c.elements}, {"saturated", c.saturated}, {"underflowed", c.underflowed}};
+}
+
+}  // namespace
+
+std::string_view fp8_recipe_name(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::current: return "current";
+    case Fp8Recipe::delayed: return "delayed";
+    case Fp8Recipe::mxfp8: return "mxfp8";
+    case Fp8Recipe::none: break;
+  }
+  return "none";
+}
+
+void Fp8GemmQuantizer::configure(Fp8Recipe recipe, int history_length, int margin) {
+  if (history_length < 1 || margin < 0 || margin > 30)
+    throw std::invalid_argument("fp8 scaling: history length >= 1 and margin in [0, 30]");
+  recipe_ = recipe;
+  history_length_ = history_length;
+  margin_ = margin;
+  scalers_.clear();
+  counts_ = {};
+  scale_changes_ = 0;
+}
+
+void Fp8GemmQuantizer::set_range(std::string_view op, int layer, bool backward) {
+  range_.assign(op);
+  if (layer >= 0) range_ += " L" + std::to_string(layer);
+  backward_ = backward;
+}
+
+void Fp8GemmQuantizer::quantize(Fp8Operand operand, const float* x, std::size_t n, float* out) {
+  if (!active()) throw std::logic_error("Fp8GemmQuantizer::quantize without an fp8 recipe");
+  if (recipe_ == Fp8Recipe::mxfp8) return quantize_matrix(operand, x, 1, n, true, out);
+  const bool grad = operand == Fp8Operand::grad;
+  const num::Format format = grad ? num::Format::e5m2 : num::Format::e4m3;
+  if (codes_.size() < n) codes_.resize(n);
+  const std::span<const float> values(x, n);
+  const std::span<std::uint8_t> codes(codes_.data(), n);
+  std::uint64_t saturated = 0, underflowed = 0;
+  float scale_inv = 1;
+  if (recipe_ == Fp8Recipe::current) {
+    const amp::CurrentScalingResult r = amp::quantize_current_scaling(values, format, codes, margin_);
+    saturated = r.saturated;
+    underflowed = r.underflowed;
+    scale_inv = r.scale_inv;
+  } else {
+    const std::string key = range_ + " " + std::string(kOperandNames[static_cast<std::size_t>(operand)]);
+    auto it = scalers_.find(key);
+    if (it == scalers_.end())
+      it = scalers_.emplace(key, amp::DelayedScaler({format, history_length_, margin_, amp::AmaxAlgo::max})).first;
+    const amp::QuantizeStats s = it->second.quantize(values, codes);
+    saturated = s.saturated;
+    underflowed = s.underflowed;
+    scale_inv = it->second.scale_inv();
+  }
+  amp::dequantize_per_tensor(codes, scale_inv, format, std::span<float>(out, n));
+  add_counts(operand, n, saturated, underflowed);
+}
+
+void Fp8GemmQuantizer::add_counts(Fp8Operand operand, std::size_t n, std::uint64_t saturated,
+                                  std::uint64_t underflowed) {
+  if (operand != Fp8Operand::grad && backward_) return;  // inputs and weights: counted in the forward only
+  Fp8Counts& c = counts_[static_cast<std::size_t>(operand)];
+  c.tensors += 1;
+  c.elements += n;
+  c.saturated += saturated;
+  c.underflowed += underflowed;
+}
+
+void Fp8GemmQuantizer::quantize_matrix(Fp8Operand operand, const float* x, std::size_t rows, std::size_t cols,
+                                       bool k_along_rows, float* out, bool count) {
+  const std::size_t n = rows * cols;
+  if (recipe_ != Fp8Recipe::mxfp8) {
+    if (count) return quantize(operand, x, n, out);
+    const auto saved = counts_;
+    quantize(operand, x, n, out);
+    counts_ = saved;
+    return;
+  }
+  // Blocks of 32 along K: rows of x, or rows of x^T (then transposed back).
+  const std::size_t k_rows = k_along_rows ? rows : cols, k_cols = k_along_rows ? cols : rows;
+  const float* source = x;
+  if (!k_along_rows) {
+    transposed_.resize(n);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c) transposed_[c * rows + r] = x[r * cols + c];
+    source = transposed_.data();
+  }
+  if (codes_.size() < n) codes_.resize(n);
+  const std::size_t scales = k_rows * amp::mx_blocks_per_row(k_cols);
+  if (block_scales_.size() < scales) block_scales_.resize(scales);
+  const std::span<std::uint8_t> codes(codes_.data(), n), block_scales(block_scales_.data(), scales);
+  const amp::BlockQuantizeStats stats =
+      amp::mx_quantize_rows(std::span<const float>(source, n), k_rows, k_cols, num::Format::e4m3, codes, block_scales);
+  if (k_along_rows) {
+    amp::mx_dequantize_rows(codes, block_scales, k_rows, k_cols, num::Format::e4m3, std::span<float>(out, n));
+  } else {
+    std::vector<float> values(n);
+    amp::mx_dequantize_rows(codes, block_scales, k_rows, k_cols, num::Format::e4m3, values);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c) out[r * cols + c] = values[c * rows + r];
+  }
+  if (count) add_counts(operand, n, stats.saturated, stats.underflowed);
+}
+
+void Fp8GemmQuantizer::end_step() {
+  for (auto& [key, scaler] : scalers_) {
+    const float before = scaler.scale();
+    scaler.update();
+    if (scaler.scale() != before) ++scale_changes_;
+  }
+}
+
+nlohmann::json Fp8GemmQuantizer::take_step_details() {
+  if (!active()) return nullptr;
+  Fp8Counts total;
+  nlohmann::json by_kind = nlohmann::json::object();
+  for (std::size_t i = 0; i < kFp8OperandKinds; ++i) {
+    by_kind[std::string(kOperandNames[i])] = counts_json(counts_[i]);
+    total.tensors += counts_[i].tensors;
+    total.elements += counts_[i].elements;
+    total.saturated += counts_[i].saturated;
+    total.underflowed += counts_[i].underflowed;
+  }
+  nlohmann::json out = {{"recipe", std::string(fp8_recipe_name(recipe_))},
+                        {"formats", {{"input", "fp8-e4m3"}, {"weight", "fp8-e4m3"},
+                                     {"grad", recipe_ == Fp8Recipe::mxfp8 ? "fp8-e4m3" : "fp8-e5m2"}}},
+                        {"by_operand", by_kind},
+                        {"total", counts_json(total)}};
+  if (recipe_ == Fp8Recipe::mxfp8) {
+    out["block_size"] = amp::kMxBlockSize;
+    out["scale_format"] = "e8m0";
+  }
+  if (recipe_ == Fp8Recipe::delayed) {
+    out["scale_changes"] = scale_changes_;
+    out["scaled_tensors"] = scalers_.size();
+    out["history_length"] = history_length_;
+    out["margin"] = margin_;
+  }
+  counts_ = {};
+  scale_changes_ = 0;
+  return out;
+}
+
+const amp::DelayedScaler* Fp8GemmQuantizer::scaler(const std::string& key) const {
+  const auto it = scalers_.find(key);
+  return it == scalers_.end() ? nullptr : &it->second;
+}
+
+}  // namespace mpbench::workloads
