@@ -21,6 +21,7 @@
 #include "compare/report.hpp"
 #include "core/error.hpp"
 #include "history/store.hpp"
+#include "history_runs.hpp"
 
 #ifdef MPBENCH_HAVE_POSTGRESQL
 #include <libpq-fe.h>
@@ -132,11 +133,7 @@ class Postgres : public ::testing::Test {
   std::string shown_url() const { return replaced(url(), "s3cret", "***"); }
 
   std::filesystem::path write_run(const std::string& name, double bf16_seconds, int minute = 0, int indent = -1) {
-    ResultDocument doc = gemm_run(bf16_seconds);
-    doc.created = fmt::format("2026-12-{:02}T10:{:02}:00Z", 1 + minute / 60, minute % 60);
-    const auto path = folder_ / name;
-    std::ofstream(path) << doc.to_json().dump(indent);
-    return path;
+    return testing::write_gemm_run(folder_, name, bf16_seconds, minute, indent);
   }
 
   static inline int counter_ = 0;
@@ -210,29 +207,8 @@ TEST_F(Postgres, TwoProcessesAppendingAtOnceLoseNothing) {
     mine.insert(mine.begin() + 10 * i, shared);
     theirs.insert(theirs.begin() + 10 * i, shared);
   }
-  { Store created(url(), Store::Mode::write); }
-  std::vector<pid_t> children;
-  for (const auto* docs : {&mine, &theirs}) {
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      int status = 0;
-      try {
-        Store store(url(), Store::Mode::write);
-        for (const auto& d : *docs) store.add({d});
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "child: %s\n", e.what());
-        status = 1;
-      }
-      ::_exit(status);
-    }
-    children.push_back(child);
-  }
-  for (pid_t child : children) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  testing::add_in_two_processes(url(), mine, theirs);
+  if (HasFatalFailure()) return;
   const Store store(url(), Store::Mode::read);
   EXPECT_EQ(store.runs(), 2u * kEach + kShared);
   EXPECT_EQ(store.cases().size(), 2u * (2u * kEach + kShared));

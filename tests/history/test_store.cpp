@@ -19,6 +19,7 @@
 #include "compare/report.hpp"
 #include "core/error.hpp"
 #include "history/series.hpp"
+#include "history_runs.hpp"
 
 namespace mpbench::history {
 namespace {
@@ -39,11 +40,7 @@ class History : public ::testing::Test {
   // A gemm run (bf16 at `bf16_seconds` against fp32 at 1 ms) written as `name`; `minute` makes
   // documents of the same figures distinct runs.
   std::filesystem::path write_run(const std::string& name, double bf16_seconds, int minute = 0, int indent = -1) {
-    ResultDocument doc = gemm_run(bf16_seconds);
-    doc.created = fmt::format("2026-12-{:02}T10:{:02}:00Z", 1 + minute / 60, minute % 60);
-    const auto path = folder_ / name;
-    std::ofstream(path) << doc.to_json().dump(indent);
-    return path;
+    return testing::write_gemm_run(folder_, name, bf16_seconds, minute, indent);
   }
   std::filesystem::path db() const { return folder_ / "history.sqlite"; }
 
@@ -192,29 +189,8 @@ TEST_F(History, TwoProcessesAppendingAtOnceLoseNothing) {
     mine.push_back(write_run(fmt::format("m{}.json", i), 1e-4 * (1 + i * 1e-3), i));
     theirs.push_back(write_run(fmt::format("t{}.json", i), 1e-4 * (1 + i * 1e-3), kEach + i));
   }
-  { Store created(db(), Store::Mode::write); }
-  std::vector<pid_t> children;
-  for (const auto* docs : {&mine, &theirs}) {
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      int status = 0;
-      try {
-        Store store(db(), Store::Mode::write);
-        for (const auto& d : *docs) store.add({d});
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "child: %s\n", e.what());
-        status = 1;
-      }
-      ::_exit(status);
-    }
-    children.push_back(child);
-  }
-  for (pid_t child : children) {
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  testing::add_in_two_processes(db(), mine, theirs);
+  if (HasFatalFailure()) return;
   const Store store(db(), Store::Mode::read);
   EXPECT_EQ(store.runs(), 2u * kEach);
   EXPECT_EQ(store.cases().size(), 2u * 2u * kEach);
