@@ -1046,6 +1046,19 @@ INSTANTIATE_TEST_SUITE_P(Modes, CpuHalfStorage,
                                             kChoices),
                          mode_and_choice_name);
 
+// 30 steps of batches 4 x 16 with 5 of warm-up, from `max_lr` down to 1e-3, from a fresh seed.
+TrainOptions thirty_tiny_steps(float max_lr) {
+  TrainOptions o;
+  o.batch = 4;
+  o.seq_len = 16;
+  o.steps = 30;
+  o.warmup_steps = 5;
+  o.max_lr = max_lr;
+  o.min_lr = 1e-3f;
+  o.seed = testing::fresh_seed();
+  return o;
+}
+
 // A short run learns in each mixed-precision mode on both paths; amp-fp16's loss scaler skips
 // only the steps whose gradients overflow.
 class CpuTraining : public ::testing::TestWithParam<std::tuple<amp::Mode, cpu::GemmPathChoice>> {};
@@ -1054,14 +1067,7 @@ TEST_P(CpuTraining, TinyLearns) {
   const auto [mode, choice] = GetParam();
   const GptConfig config = config_by_name("tiny");
   CpuTransformerOps ops(cpu_device(choice));
-  TrainOptions o;
-  o.batch = 4;
-  o.seq_len = 16;
-  o.steps = 30;
-  o.warmup_steps = 5;
-  o.max_lr = 1e-2f;
-  o.min_lr = 1e-3f;
-  o.seed = testing::fresh_seed();
+  TrainOptions o = thirty_tiny_steps(1e-2f);
   SCOPED_TRACE("seed " + std::to_string(o.seed));
   const MarkovChain chain = MarkovChain::random(config.vocab, 3, 11);
   MarkovTokenStream cpu_data(chain, 1), ref_data(chain, 1);
@@ -1108,14 +1114,7 @@ class CpuFp8Training : public ::testing::TestWithParam<amp::Mode> {};
 TEST_P(CpuFp8Training, FinalLossWithinThreePercentOfAmpBf16) {
   const amp::Mode mode = GetParam();
   const GptConfig config = config_by_name("tiny");
-  TrainOptions o;
-  o.batch = 4;
-  o.seq_len = 16;
-  o.steps = 30;
-  o.warmup_steps = 5;
-  o.max_lr = 5e-3f;
-  o.min_lr = 1e-3f;
-  o.seed = testing::fresh_seed();
+  TrainOptions o = thirty_tiny_steps(5e-3f);
   SCOPED_TRACE("seed " + std::to_string(o.seed));
   const MarkovChain chain = MarkovChain::random(config.vocab, 3, 11);
   const auto final_of = [](const std::vector<StepRecord>& curve) {
