@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@ struct HistoryArgs {
   std::vector<std::string> documents;
   std::string machine, filter, format = "text";
   int last = 10;
+  std::optional<int> latest;  // export: the whole documents of each machine's last runs
 };
 
 std::string figure_text(compare::Metric metric, double value) {
@@ -181,8 +183,24 @@ std::string csv_field(const std::string& text) {
 
 std::string csv_number(const std::optional<compare::RunFigure>& f) { return f ? fmt::format("{}", f->value) : ""; }
 
+// The documents of each machine's last `count` runs, whole, as JSON: what report.py's
+// hardware-selection plots read from a history.
+int export_latest(const history::Store& store, int count) {
+  nlohmann::json documents = nlohmann::json::array();
+  for (const auto& d : store.latest_documents(static_cast<std::size_t>(count)))
+    documents.push_back({{"run", d.run}, {"machine", d.machine}, {"source", d.source},
+                         {"document", nlohmann::json::parse(d.document)}});
+  fmt::print("{}\n", nlohmann::json{{"documents", documents}}.dump(1));
+  return 0;
+}
+
 int run_export(const HistoryArgs& args) {
+  if (args.latest && args.format != "json")
+    throw UsageError(fmt::format("history export --latest writes whole documents, as JSON only: --format '{}' "
+                                 "does not apply (leave it out or give json)",
+                                 args.format));
   const history::Store store(args.db, history::Store::Mode::read);
+  if (args.latest) return export_latest(store, *args.latest);
   const auto cases = store.cases();
   if (args.format == "json") {
     nlohmann::json rows = nlohmann::json::array(), changes = nlohmann::json::array();
@@ -243,11 +261,15 @@ void add_history_command(CLI::App& app, int& exit_code) {
   check->add_option("--format", args->format, "text, markdown or json (default text)");
   check->callback([args, &exit_code] { exit_code = run_check(*args); });
 
-  auto* exported = cmd->add_subcommand("export", "every stored case with its figures, as JSON or CSV on stdout");
+  auto* exported = cmd->add_subcommand(
+      "export", "every stored case with its figures, as JSON or CSV on stdout; with --latest N, the whole "
+                "documents of each machine's last N runs instead (JSON)");
   exported->add_option("db", args->db, "the history: a file or a postgresql:// URL")->required();
-  exported->add_option("--format", args->format, "json or csv (default csv)")->default_str("csv");
+  exported->add_option("--format", args->format, "json or csv (default csv; json with --latest)")->default_str("csv");
+  exported->add_option("--latest", args->latest, "the whole documents of each machine's last N runs, as JSON")
+      ->check(CLI::Range(1, 100000));
   exported->callback([args, &exit_code] {
-    if (args->format == "text") args->format = "csv";
+    if (args->format == "text") args->format = args->latest ? "json" : "csv";
     exit_code = run_export(*args);
   });
 }

@@ -206,6 +206,20 @@ std::vector<compare::Run> Store::last_runs(const std::string& machine, std::size
   return {runs.rbegin(), runs.rend()};
 }
 
+std::vector<StoredDocument> Store::latest_documents(std::size_t count) const {
+  // A window function, which SQLite (3.25 and later) and PostgreSQL both run: each run numbered
+  // from the newest within its machine.
+  auto s = db_->prepare(
+      "SELECT id, machine, source, document FROM (SELECT id, machine, source, document, "
+      "row_number() OVER (PARTITION BY machine ORDER BY id DESC) AS newest FROM runs) AS numbered "
+      "WHERE newest <= ? ORDER BY machine, id");
+  s->bind(1, static_cast<std::int64_t>(count));
+  std::vector<StoredDocument> documents;
+  while (s->step("reading its latest runs"))
+    documents.push_back({s->integer(0), s->text(1), s->text(2), s->text(3)});
+  return documents;
+}
+
 std::optional<std::int64_t> Store::run_with_hash(const std::string& hash) const {
   auto s = db_->prepare("SELECT id FROM runs WHERE hash = ?");
   s->bind(1, hash);

@@ -32,6 +32,12 @@ struct StoredCase {
   std::optional<compare::RunFigure> speedup, pct_of_copy, seconds;
 };
 
+// One stored run's document as it was added.
+struct StoredDocument {
+  std::int64_t run = 0;
+  std::string machine, source, document;  // the document as JSON text
+};
+
 struct AddOutcome {
   std::string source;
   bool duplicate = false;  // the same document (by content) was stored before: not stored again
@@ -63,6 +69,9 @@ class Store {
   // The last `count` runs stored for `machine` (compare::machine_of), oldest first, but `except`.
   std::vector<compare::Run> last_runs(const std::string& machine, std::size_t count,
                                       std::optional<std::int64_t> except) const;
+  // The documents of the last `count` runs stored for each machine, by machine, oldest first: what
+  // the hardware-selection plots read (`history export --latest`).
+  std::vector<StoredDocument> latest_documents(std::size_t count) const;
   // The row of the run stored with this content hash, if any.
   std::optional<std::int64_t> run_with_hash(const std::string& hash) const;
 

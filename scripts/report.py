@@ -2,7 +2,8 @@
 """Plots and an HTML page from mpbench result documents.
 
     python3 scripts/report.py RESULTS... -o DIR [--reference-machine NAME] [--prices FILE]
-    python3 scripts/report.py --history DB -o DIR [--mpbench PATH]
+    python3 scripts/report.py --history DB -o DIR [--history-runs N] [--reference-machine NAME]
+                              [--prices FILE] [--mpbench PATH]
 
 RESULTS are result documents (schema "mpbench.result/1") or folders of them. DIR receives one PNG,
 one SVG and one JSON (the points drawn) per plot, and index.html, which shows the plots and the
@@ -15,7 +16,8 @@ machine and, with --prices, per dollar and per watt. Transformer cases of severa
 data-parallel jobs) get a scaling page per machine: tokens/s per rank and in total, efficiency against world
 size 1, and the exposed communication's share of the step. With --history, DIR receives trend plots of an
 `mpbench history` (a file, or a postgresql:// URL, its password shown as ***) instead, per machine, from
-`mpbench history export DB --format json`.
+`mpbench history export DB --format json`, and the hardware-selection plots drawn from the documents of
+each machine's last N runs there (`export --latest N`, N from --history-runs, default 1).
 
 Exit status: 0 on success, 2 on unusable input (unreadable or non-regular file, malformed JSON,
 NaN or Infinity, nesting deeper than 64 levels, another schema, no document, bad --prices file,
@@ -1741,11 +1743,12 @@ def shown_db(db: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}:***@{host}"))
 
 
-def export_history(binary: Path, db: str) -> dict:
-    """`mpbench history export DB --format json`: mpbench computes the figures and change points,
-    so the plots show what `history show` and `check` say. DB is a file or a postgresql:// URL,
-    passed on as given."""
-    command = [str(binary), "history", "export", db, "--format", "json"]
+def export_history(binary: Path, db: str, *options: str) -> dict:
+    """`mpbench history export DB --format json OPTIONS`: mpbench computes the figures and change
+    points, so the plots show what `history show` and `check` say. DB is a file or a postgresql://
+    URL, passed on as given."""
+    command = [str(binary), "history", "export", db, "--format", "json", *options]
+    shown = " ".join(["history export", shown_db(db), *options])
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as e:
@@ -1753,12 +1756,22 @@ def export_history(binary: Path, db: str) -> dict:
                           "set MPBENCH_BIN)") from e
     if done.returncode != 0:
         said = [line for line in done.stderr.splitlines() if line.strip()]
-        raise ReportError(f"'{binary} history export {shown_db(db)}' failed (exit {done.returncode}): "
+        raise ReportError(f"'{binary} {shown}' failed (exit {done.returncode}): "
                           f"{said[-1] if said else 'it said nothing'}")
     try:
-        return printable_strings(json.loads(done.stdout))
+        return printable_strings(json.loads(done.stdout, parse_constant=refuse_constant))
     except ValueError as e:
-        raise ReportError(f"'{binary} history export {shown_db(db)}' wrote no JSON: {e}") from e
+        raise ReportError(f"'{binary} {shown}' wrote no JSON: {e}") from e
+
+
+def latest_documents(binary: Path, db: str, runs: int) -> list[tuple[str, dict]]:
+    """The documents of each machine's last `runs` runs in the history (`export --latest`), each
+    checked as a result file is and named by its run: what the hardware-selection plots read."""
+    documents = []
+    for stored in export_history(binary, db, "--latest", str(runs))["documents"]:
+        where = f"run {stored['run']} of {shown_db(db)} ({stored['source']})"
+        documents.append((where, with_printable_names(check_document(stored["document"], where))))
+    return documents
 
 
 @dataclass
@@ -2102,23 +2115,35 @@ def notes_html(notes: list[str]) -> list[str]:
     return ["<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"] if notes else []
 
 
-def write_history_html(out: Path, db: str, figures: list[dict], notes: list[str]):
+def write_history_html(out: Path, db: str, figures: list[dict], machines: list[Machine], latest: str,
+                       notes: list[str]):
+    trends = [f for f in figures if f["name"].startswith("history-")]
+    hardware = [f for f in figures if not f["name"].startswith("history-")]
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>mpbench history</title>"
              f"<style>{STYLE}</style></head><body><h1>mpbench history: {html.escape(shown_db(db))}</h1>",
-             "<h2>Trends per machine</h2>", *figures_html(figures, "No series has two runs or more."),
+             "<h2>Trends per machine</h2>", *figures_html(trends, "No series has two runs or more."),
+             f"<h2>Hardware selection: the {html.escape(latest)}</h2>", machines_table(machines),
+             *figures_html(hardware, "Fewer than two machines: nothing to set side by side."),
              *notes_html(notes), "</body></html>\n"]
     (out / "index.html").write_text("\n".join(parts), encoding="utf-8")
 
 
-def build_report(args) -> Path:
-    documents, ignored = load_documents(args.results)
-    notes: list[str] = []
+def machines_of(documents: list[tuple], args, notes: list[str]):
+    """The documents grouped by machine, PyTorch's beside mpbench's, with the reference machine and
+    the prices the arguments name."""
     machines = group_by_machine([d for d in documents if not is_torch_document(d[1])])
     attach_peers(machines, [d for d in documents if is_torch_document(d[1])], notes)
     reference = find_machine(machines, args.reference_machine) if args.reference_machine else None
     prices = load_prices(args.prices) if args.prices else None
     if prices is not None:
         match_prices(prices, machines, args.prices)
+    return machines, reference, prices
+
+
+def build_report(args) -> Path:
+    documents, ignored = load_documents(args.results)
+    notes: list[str] = []
+    machines, reference, prices = machines_of(documents, args, notes)
 
     def write(staging: Path) -> list[dict]:
         plots = itertools.chain(*(machine_figures(m, notes) for m in machines),
@@ -2133,16 +2158,26 @@ def build_report(args) -> Path:
 
 
 def build_history_report(args) -> Path:
-    export = export_history(mpbench_binary(args.mpbench), args.history)
+    binary = mpbench_binary(args.mpbench)
+    export = export_history(binary, args.history)
     notes: list[str] = []
+    machines, reference, prices = machines_of(latest_documents(binary, args.history, args.history_runs), args, notes)
+    if len(machines) < 2:
+        notes.append(f"{len(machines)} machine in the history: no hardware-selection plots (they need two)")
+    latest = f"latest run{'s' if args.history_runs > 1 else ''} of each machine"
 
     def write(staging: Path) -> list[dict]:
-        figures = [dict(save(p, staging), group=group) for group, p in with_file_names(history_plots(export, notes))]
-        write_history_html(staging, args.history, figures, notes)
+        plots = itertools.chain(history_plots(export, notes),
+                                ((f"Several machines ({latest})", p)
+                                 for p in machine_plots(machines, reference, prices, notes)))
+        figures = [dict(save(p, staging), group=group) for group, p in with_file_names(plots)]
+        write_history_html(staging, args.history, figures, machines, latest, notes)
         return figures
 
     figures = write_atomically(args.out, write)
-    print(f"report: {args.out / 'index.html'} ({len(figures)} trend plots)")
+    trends = sum(1 for f in figures if f["name"].startswith("history-"))
+    print(f"report: {args.out / 'index.html'} ({trends} trend plots, {len(figures) - trends} hardware-selection "
+          f"plots from the {latest}, {len(machines)} machines)")
     return args.out / "index.html"
 
 
@@ -2259,6 +2294,12 @@ def move_into(staging: Path, out: Path) -> None:
         raise ReportError(f"cannot write the report into '{out}': {e.strerror}") from e
 
 
+def positive_count(text: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,6}", text) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a count from 1 to 999999")
+    return int(text)
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description="Plots (PNG, SVG) and an HTML page from mpbench results.")
     parser.add_argument("results", nargs="*", type=Path, help="result documents or folders of them")
@@ -2266,18 +2307,20 @@ def parse_args(argv):
     parser.add_argument("--reference-machine", help="part of the machine label that throughput is relative to "
                                                     "(default: the first machine)")
     parser.add_argument("--prices", type=Path, help="CSV or JSON of machine,price_per_hour,watts")
-    parser.add_argument("--history", help="an mpbench history (a file, or a postgresql:// URL): trend plots instead "
-                        "of RESULTS")
+    parser.add_argument("--history", help="an mpbench history (a file, or a postgresql:// URL): its trend plots, and "
+                        "the hardware-selection plots from each machine's latest runs, instead of RESULTS")
+    parser.add_argument("--history-runs", type=positive_count, default=1, metavar="N",
+                        help="with --history: the hardware-selection plots read each machine's last N runs "
+                             "(default 1; repeated runs of one job are drawn as their median)")
     parser.add_argument("--mpbench", type=Path, help=f"the mpbench that exports --history (default: $MPBENCH_BIN, "
                                                      f"else {DEFAULT_MPBENCH.relative_to(ROOT)})")
     args = parser.parse_args(argv)
     if args.history is None and not args.results:
         parser.error("the following arguments are required: results")
-    if args.history is not None and (args.results or args.reference_machine or args.prices):
-        parser.error("--history draws trend plots from the history alone: RESULTS, --reference-machine and "
-                     "--prices do not apply")
-    if args.mpbench is not None and args.history is None:
-        parser.error("--mpbench is the binary that exports --history: give --history too")
+    if args.history is not None and args.results:
+        parser.error("--history reads its runs from the history alone: RESULTS do not apply")
+    if args.history is None and (args.mpbench is not None or args.history_runs != 1):
+        parser.error("--mpbench and --history-runs are for --history: give --history too")
     return args
 
 

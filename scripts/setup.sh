@@ -35,7 +35,7 @@ fi
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, ml_dtypes, matplotlib, jsonschema, pytest" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, ml_dtypes, matplotlib, jsonschema, pytest, yaml" 2>/dev/null; then
   echo "setup: installing Python packages from scripts/requirements.txt into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
 fi

@@ -178,6 +178,8 @@ TEST_F(Postgres, AddShowCheckAndExportAsTheSqliteStoreDoes) {
   EXPECT_EQ(mpbench::testing::count_lines(r.out), 1 + 12 * 2) << r.out;
   r = both({"history", "export", "--format", "json"});
   EXPECT_EQ(json::parse(r.out)["cases"].size(), 24u);
+  r = both({"history", "export", "--latest", "3"});
+  EXPECT_EQ(json::parse(r.out)["documents"].size(), 3u);
 }
 
 TEST_F(Postgres, ADocumentAddedTwiceIsStoredOnce) {

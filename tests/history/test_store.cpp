@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -254,6 +255,50 @@ TEST_F(History, TheCommandLineAddsShowsChecksAndExports) {
   r = run_mpbench({"history", "show", (folder_ / "none.sqlite").string()}, folder_);
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.err.find("no such file"), std::string::npos) << r.err;
+}
+
+// export --latest N: the whole documents of each machine's last N runs, machines apart, oldest
+// first, as they were added; what report.py's hardware-selection plots read.
+TEST_F(History, ExportLatestGivesEachMachinesLastRunsWhole) {
+  using mpbench::testing::run_mpbench;
+  const auto on_other_gpu = [&](const std::string& name, int minute) {
+    const auto path = write_run(name, 2e-4, minute);
+    json j = json::parse(bytes_of(path));
+    j["env"]["device"]["name"] = "Other GPU";
+    std::ofstream(path) << j.dump();
+    return path.string();
+  };
+  std::vector<std::string> order;  // the add order: runs 1, 2, ... alternate between the machines
+  for (int i = 0; i < 4; ++i) {
+    order.push_back(write_run(fmt::format("a{}.json", i), 1e-4 * (1 + 0.01 * i), i).string());
+    if (i != 2) order.push_back(on_other_gpu(fmt::format("o{}.json", i), 10 + i));
+  }
+  std::vector<std::string> add = {"history", "add", db().string()};
+  add.insert(add.end(), order.begin(), order.end());
+  ASSERT_EQ(run_mpbench(add, folder_).status, 0);
+  const auto r = run_mpbench({"history", "export", db().string(), "--latest", "2"}, folder_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json documents = json::parse(r.out)["documents"];
+  ASSERT_EQ(documents.size(), 4u) << r.out;
+  const std::string first_machine = compare::machine_of(gemm_run(1e-4));
+  // Machines in name order: "GPU ..." of gemm_run's device, then "GPU Other GPU, ...".
+  ASSERT_LT(first_machine, documents[2]["machine"].get<std::string>());
+  const std::vector<std::string> expected = {order[4], order[5], order[3], order[6]};  // a2 a3, o1 o3
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(documents[i]["source"], expected[i]) << i;
+    EXPECT_EQ(documents[i]["document"], json::parse(bytes_of(expected[i]))) << i;
+    EXPECT_EQ(documents[i]["run"].get<int>(),
+              std::find(order.begin(), order.end(), expected[i]) - order.begin() + 1) << i;
+  }
+  EXPECT_EQ(documents[0]["machine"], first_machine);
+  EXPECT_EQ(documents[1]["machine"], first_machine);
+  // More than a machine has: all of its runs.
+  EXPECT_EQ(json::parse(run_mpbench({"history", "export", db().string(), "--latest", "9"}, folder_).out)["documents"].size(),
+            order.size());
+  const auto csv = run_mpbench({"history", "export", db().string(), "--latest", "1", "--format", "csv"}, folder_);
+  EXPECT_EQ(csv.status, 2);
+  EXPECT_NE(csv.err.find("JSON only"), std::string::npos) << csv.err;
+  EXPECT_EQ(run_mpbench({"history", "export", db().string(), "--latest", "0"}, folder_).status, 2);
 }
 
 // A 20% step in the speedup after ten runs of twenty (a permutation reaches so clean a split with

@@ -92,8 +92,12 @@ def test_the_fixture_documents_follow_the_schema(write_document):
     history_documents(write_document)  # write_document validates each
 
 
+def trend_stems(out):
+    return sorted(p.stem for p in out.glob("history-*.json"))
+
+
 def test_one_figure_per_machine(report_out):
-    assert sorted(p.stem for p in report_out.glob("*.json")) == [A100_SLUG, H100_SLUG]
+    assert trend_stems(report_out) == [A100_SLUG, H100_SLUG]
     for stem in (A100_SLUG, H100_SLUG):
         assert (report_out / f"{stem}.png").is_file() and (report_out / f"{stem}.svg").is_file()
         assert stem in (report_out / "index.html").read_text()
@@ -162,10 +166,52 @@ def test_many_series_are_split_into_figures_of_at_most_twelve(tmp_path, write_do
     out = tmp_path / "out"
     assert run_report("--history", db, "-o", out, "--mpbench", MPBENCH).returncode == 0
     stems = sorted(p.stem for p in out.glob("*.json"))
-    assert stems == [f"{A100_SLUG}-1", f"{A100_SLUG}-2"]
+    assert stems == [f"{A100_SLUG}-1", f"{A100_SLUG}-2"]  # one machine: no hardware-selection plot
+    assert "1 machine in the history: no hardware-selection plots" in (out / "index.html").read_text()
     counts = [len({p["case"] for p in plot_data(out, stem)}) for stem in stems]
     assert counts == [9, 8]  # 17 series, as even as two figures allow
     assert "Part 1 of 2 of this machine's 17 series (part 1: 9 (" in caption_of(out, stems[0]).replace("&#x27;", "'")
+
+
+def speedups_by_machine(out):
+    """(machine, mode) -> the drawn point of the gemm speedup-per-machine plot."""
+    return {(p["series"].split(" ·")[0], p["x"]): p for p in plot_data(out, "machines-speedup-gemm")}
+
+
+def test_hardware_selection_plots_read_the_latest_run_of_each_machine(report_out):
+    # The A100's last run has bf16 20% slower than its first ten and than every H100 run, whose
+    # square cases are the same: its bf16 speedup is the H100's over 1.2, from one run each.
+    drawn = speedups_by_machine(report_out)
+    a100, h100 = drawn[("NVIDIA A100-SXM4-80GB", "bf16")], drawn[("NVIDIA H100 80GB HBM3", "bf16")]
+    assert a100["y"] == pytest.approx(h100["y"] / 1.2)
+    assert a100["runs"] == h100["runs"] == 1
+    assert drawn[("NVIDIA A100-SXM4-80GB", "tf32")]["y"] == pytest.approx(drawn[("NVIDIA H100 80GB HBM3", "tf32")]["y"])
+    page = (report_out / "index.html").read_text()
+    assert "Hardware selection: the latest run of each machine" in page
+    assert "run 20 of " in page and "a100-19.json" in page and "run 23 of " in page and "h100-2.json" in page
+    assert (report_out / "machines-relative-tflops.png").is_file()
+
+
+def test_history_runs_takes_each_machines_last_n_runs(history, tmp_path):
+    out = tmp_path / "out"
+    done = run_report("--history", history[0], "-o", out, "--mpbench", MPBENCH, "--history-runs", "20",
+                      "--reference-machine", "H100")
+    assert done.returncode == 0, done.stderr
+    drawn = speedups_by_machine(out)
+    a100, h100 = drawn[("NVIDIA A100-SXM4-80GB", "bf16")], drawn[("NVIDIA H100 80GB HBM3", "bf16")]
+    # Each case's median over the A100's 20 runs, ten at the H100's speedup and ten at it over 1.2.
+    assert a100["y"] == pytest.approx(h100["y"] * (1 + 1 / 1.2) / 2)
+    assert (a100["runs"], h100["runs"]) == (20, 3)  # the H100 has three runs only
+    assert "relative to NVIDIA H100" in json.loads((out / "machines-relative-tflops.json").read_text())["title"]
+    assert "latest runs of each machine" in (out / "index.html").read_text()
+
+
+def test_history_runs_needs_history_and_a_count(history, tmp_path):
+    for args in (["--history-runs", "2", tmp_path / "a.json"], ["--history", history[0], "--history-runs", "0"],
+                 ["--history", history[0], "--history-runs", "x"]):
+        done = run_report(*args, "-o", tmp_path / "out")
+        assert done.returncode == 2 and "--history-runs" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def one_error_line(done):
@@ -182,8 +228,8 @@ def test_a_postgresql_url_goes_to_mpbench_whole_and_is_shown_without_its_passwor
     url = "postgresql://ci:hunter2@db.example:5432/mpbench?sslmode=require"
     given = tmp_path / "given.txt"
     stand_in = tmp_path / "mpbench"
-    stand_in.write_text(f"#!/bin/sh\nprintf '%s' \"$3\" > '{given}'\n"
-                        f"exec '{MPBENCH}' history export '{history[0]}' --format json\n")
+    stand_in.write_text(f"#!/bin/sh\nprintf '%s' \"$3\" > '{given}'\nshift 3\n"
+                        f"exec '{MPBENCH}' history export '{history[0]}' \"$@\"\n")
     stand_in.chmod(0o755)
     out = tmp_path / "out"
     done = run_report("--history", url, "-o", out, "--mpbench", stand_in)
