@@ -29,6 +29,12 @@
 #include "microbench/runner.hpp"
 #include "microbench/table.hpp"
 #include "profiler/cupti_collector.hpp"
+#if MPBENCH_HAVE_MPI
+#include "backends/cpu/mpi_transport.hpp"
+#endif
+#if MPBENCH_HAVE_NCCL
+#include "backends/cuda/nccl_communicator.hpp"
+#endif
 
 namespace mpbench::cli {
 
@@ -307,14 +313,32 @@ std::string device_of_rank(const std::string& device, const LaunchInfo& launch) 
   return device;
 }
 
-// One rank's entry in env.ranks: where it ran and on what.
+// How this rank reaches the others, as MPI and NCCL tell (or why they cannot). Collective: the
+// peers' transports follow from every rank's host.
+nlohmann::json interconnect(const Job& job, const std::string& host) {
+  const std::vector<std::string> hosts = job.group->all_gather(host);
+#if MPBENCH_HAVE_MPI
+  nlohmann::json mpi = cpu::mpi_interconnect(job.group->rank(), hosts);
+#else
+  nlohmann::json mpi = {{"library", nullptr}, {"reason", "mpbench was built without MPI"}};
+#endif
+#if MPBENCH_HAVE_NCCL
+  nlohmann::json nccl = cuda::nccl_interconnect();
+#else
+  nlohmann::json nccl = {{"peers", nullptr}, {"reason", "mpbench was built without NCCL"}};
+#endif
+  return {{"mpi", std::move(mpi)}, {"nccl", std::move(nccl)}};
+}
+
+// One rank's entry in env.ranks: where it ran, on what, and how it reaches the other ranks.
 nlohmann::json rank_record(const Job& job, const Backend& backend) {
   utsname uts{};
   uname(&uts);
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   return {{"rank", job.group->rank()}, {"local_rank", job.launch.local_rank}, {"host", uts.nodename},
           {"pid", static_cast<long>(::getpid())}, {"device", backend.device().to_json()},
-          {"cuda_visible_devices", visible ? nlohmann::json(visible) : nlohmann::json(nullptr)}};
+          {"cuda_visible_devices", visible ? nlohmann::json(visible) : nlohmann::json(nullptr)},
+          {"interconnect", interconnect(job, uts.nodename)}};
 }
 
 nlohmann::json every_rank(Job& job, const Backend& backend) {

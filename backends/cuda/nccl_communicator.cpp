@@ -2,9 +2,16 @@
 
 #include <fmt/format.h>
 #include <nccl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "backends/cuda/check.hpp"
 #include "core/error.hpp"
+#include "core/nccl_transport_log.hpp"
 
 namespace mpbench::cuda {
 
@@ -38,6 +45,50 @@ ncclDataType_t nccl_type(DType dtype) {
 #endif
     default: throw UsageError(fmt::format("this build's nccl.h ({}) has no {} type", NCCL_VERSION_CODE, dtype_name(dtype)));
   }
+}
+
+// Where this process's NCCL log goes, when mpbench arranged it, and the communicator's place.
+struct TransportLog {
+  std::filesystem::path path;  // empty: not arranged
+  bool readable = false;       // arranged, and the communicator has not ended
+  std::string reason = "no NCCL communicator was made in this run";
+  int rank = 0, size = 1, version_code = 0;
+};
+TransportLog& transport_log() {
+  static TransportLog log;
+  return log;
+}
+
+void set_environment(const char* name, const std::string& value) {
+  if (setenv(name, value.c_str(), 1) != 0) throw BackendError(fmt::format("setenv {} failed", name));
+}
+
+// NCCL reads its log settings once, at its first call that logs (ncclGetUniqueId, ncclCommInitRank):
+// this runs before them. The connection lines are INFO lines of the INIT subsystem.
+void arrange_transport_log() {
+  TransportLog& log = transport_log();
+  if (!log.path.empty()) return;  // this process's earlier communicator set NCCL_DEBUG
+  if (std::getenv("NCCL_DEBUG")) {
+    log.reason = "NCCL_DEBUG is set: NCCL's log is the user's, mpbench neither redirects nor reads it";
+    return;
+  }
+  const auto path = std::filesystem::temp_directory_path() / fmt::format("mpbench-nccl-{}.log", ::getpid());
+  set_environment("NCCL_DEBUG", "INFO");
+  set_environment("NCCL_DEBUG_SUBSYS", "INIT");
+  set_environment("NCCL_DEBUG_FILE", path.string());
+  log.path = path;
+  log.readable = true;
+}
+
+// The log is read while the communicator lives (env.ranks); a file left behind would only be litter,
+// so a failure to remove it is not an error.
+void remove_transport_log() {
+  TransportLog& log = transport_log();
+  if (!log.readable) return;
+  std::error_code ignored;
+  std::filesystem::remove(log.path, ignored);
+  log.readable = false;
+  log.reason = "the NCCL communicator has ended and its log with it";
 }
 
 // A CUDA event, destroyed with its owner.
@@ -82,6 +133,7 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator(std::shared_ptr<CudaDevice> device, ProcessGroup& group)
       : device_(std::move(device)), version_code_(runtime_version_code()) {
     device_->activate();
+    arrange_transport_log();
     ncclUniqueId id{};
     if (group.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
     const std::string shared = group.broadcast(std::string(id.internal, sizeof id.internal), 0);
@@ -89,10 +141,16 @@ class NcclCommunicator final : public Communicator {
     check_nccl(ncclCommInitRank(&comm_, group.size(), id, group.rank()), "ncclCommInitRank");
     rank_ = group.rank();
     size_ = group.size();
+    TransportLog& log = transport_log();
+    log.rank = rank_;
+    log.size = size_;
+    log.version_code = version_code_;
+    if (log.readable) connect_for_the_log();
   }
   ~NcclCommunicator() override {
     ncclCommDestroy(comm_);
     if (comm_stream_) cudaStreamDestroy(comm_stream_);
+    remove_transport_log();
   }
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -150,6 +208,18 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // One all-reduce of one float, so that NCCL connects (and logs) the channels of the algorithm it
+  // picks for it; the others connect at their first call, after env.ranks is recorded.
+  void connect_for_the_log() {
+    float* one = nullptr;
+    check(cudaMalloc(&one, sizeof(float)), "cudaMalloc");
+    const ncclResult_t status = ncclAllReduce(one, one, 1, ncclFloat32, ncclSum, comm_, device_->stream());
+    const cudaError_t synced = status == ncclSuccess ? cudaStreamSynchronize(device_->stream()) : cudaSuccess;
+    check(cudaFree(one), "cudaFree");
+    check_nccl(status, "ncclAllReduce");
+    check(synced, "cudaStreamSynchronize");
+  }
+
   std::shared_ptr<CudaDevice> device_;
   int version_code_;
   ncclComm_t comm_ = nullptr;
@@ -181,6 +251,22 @@ std::optional<std::string> nccl_dtype_unsupported(DType dtype, int version_code,
 
 std::unique_ptr<Communicator> make_nccl_communicator(std::shared_ptr<CudaDevice> device, ProcessGroup& group) {
   return std::make_unique<NcclCommunicator>(std::move(device), group);
+}
+
+nlohmann::json nccl_interconnect() {
+  const TransportLog& log = transport_log();
+  if (!log.readable) return {{"peers", nullptr}, {"reason", log.reason}};
+  std::ifstream in(log.path);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const nlohmann::json peers = nccl_peer_transports(text, log.rank);
+  if (peers.empty() && log.size > 1)
+    return {{"peers", nullptr},
+            {"reason", fmt::format("NCCL's log {} names no connection of rank {} (NCCL read its log settings before "
+                                   "mpbench set them, or logged none)", log.path.string(), log.rank)}};
+  return {{"library", "NCCL " + version_text(log.version_code)},
+          {"peers", peers},
+          {"source", fmt::format("reported by NCCL: its INFO log (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT) in {}, the "
+                                 "channels connected by the first all-reduce", log.path.string())}};
 }
 
 nlohmann::json nccl_environment() {
