@@ -1,5 +1,7 @@
 #include "amp/memory.hpp"
 
+#include "amp/block_scaling.hpp"
+
 namespace mpbench::amp {
 namespace {
 
@@ -35,14 +37,24 @@ ParameterBytes parameter_bytes(Mode mode, OptimizerKind optimizer) {
     case Mode::amp_bf16: return parameter_bytes(Format::fp32, Format::fp32, false, optimizer, Format::bf16);
     case Mode::bf16: return parameter_bytes(Format::bf16, Format::bf16, true, optimizer);
     case Mode::fp8:
-    case Mode::fp8_current:
-    case Mode::mxfp8: return parameter_bytes(Format::bf16, Format::bf16, true, optimizer, Format::e4m3);
+    case Mode::fp8_current: return parameter_bytes(Format::bf16, Format::bf16, true, optimizer, Format::e4m3);
+    case Mode::mxfp8: {
+      // The e4m3 weight copy and its e8m0 scales: one byte for each block of 32 elements.
+      ParameterBytes bytes = parameter_bytes(Format::bf16, Format::bf16, true, optimizer, Format::e4m3);
+      bytes.working_copy += 1.0 / kMxBlockSize;
+      return bytes;
+    }
   }
   return {};
 }
 
-ModelStateMemory model_state_memory(Mode mode, uint64_t parameters, OptimizerKind optimizer) {
-  return ModelStateMemory{parameters, parameter_bytes(mode, optimizer)};
+uint64_t delayed_scaling_bytes(uint64_t scaled_tensors, int history_length) {
+  return scaled_tensors * (uint64_t(history_length) + 2) * sizeof(float);
+}
+
+ModelStateMemory model_state_memory(Mode mode, uint64_t parameters, OptimizerKind optimizer,
+                                    uint64_t scaling_state_bytes) {
+  return ModelStateMemory{parameters, parameter_bytes(mode, optimizer), scaling_state_bytes};
 }
 
 std::string_view optimizer_name(OptimizerKind optimizer) {

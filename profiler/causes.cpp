@@ -12,6 +12,7 @@
 #include "profiler/breakdown.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
+#include "profiler/fp8_rules.hpp"
 #include "profiler/rules.hpp"
 
 namespace mpbench::profiler {
@@ -519,6 +520,7 @@ void case_causes(const CaseResult& c, const CaseResult* base, const std::string&
   communication_rules(c, out);
   input_wait_rule(c, out);
   host_syncs_rule(c, out);
+  fp8_rules(c, out);
 }
 
 // The largest measured part of a step's host time: the wait for its input (details.host), or the

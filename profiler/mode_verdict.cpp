@@ -23,7 +23,7 @@ constexpr std::string_view kLimitOrder[] = {
     "no_tensor_cores",       "no_bf16_instructions",  "library_too_old",          "baseline_not_pedantic",
     "pseudo_fp16_sgemm",     "converted_gemm",        "no_bf16_hardware_path",    "no_fp16_hardware_path",
     "misaligned_vocabulary", "gemm_not_on_tensor_cores", "gemm_algorithms_off_tensor_cores",
-    "fp32_gradient_reduce",  "exposed_communication", "input_wait",               "host_syncs",
+    "fp32_gradient_reduce",  "exposed_communication", "fp8_quantization_share", "input_wait",               "host_syncs",
     "host_bound_step",       "small_batch_casts",     "tensor_core_share_small",  "cast_overhead",
     "launch_gaps",           "memory_bound_share",    "optimizer_share",          "conversion_bound",
     "below_datasheet_ratio", "cast_slower_than_copy",

@@ -528,6 +528,16 @@ void record_communication(const TransformerPlan& plan, const ModeRun& run, CaseR
   out["buckets"] = std::move(buckets);
 }
 
+// fp8-delayed's amax histories and scales, for the tensors its steps scaled (the quantizer's
+// count, not a formula of the model); 0 for the other modes, which keep no state between steps.
+std::uint64_t delayed_scaling_bytes(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run) {
+  if (fp8_recipe(mode) != Fp8Recipe::delayed) return 0;
+  std::uint64_t tensors = 0;
+  for (const StepRecord& r : run.records)
+    if (r.fp8.contains("scaled_tensors")) tensors = std::max(tensors, r.fp8["scaled_tensors"].get<std::uint64_t>());
+  return amp::delayed_scaling_bytes(tensors, plan.train.fp8_history);
+}
+
 void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run, const DeviceInfo& device,
                   std::optional<double> entropy_floor, CaseResult& c) {
   std::vector<double> step_seconds;
@@ -605,7 +615,8 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
     c.details["entropy_floor"] = *entropy_floor;
     c.details["final_loss_above_floor"] = final_loss(run.records) - *entropy_floor;
   }
-  const auto account = amp::model_state_memory(mode, static_cast<std::uint64_t>(parameter_count(plan.config)));
+  const auto account = amp::model_state_memory(mode, static_cast<std::uint64_t>(parameter_count(plan.config)),
+                                               amp::OptimizerKind::adamw, delayed_scaling_bytes(plan, mode, run));
   c.details["memory"] = {
       {"allocated_peak_bytes", run.peak_bytes},
       {"activation_bytes", run.activation_bytes},
@@ -618,7 +629,8 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
                                       {"working_copy", account.per_parameter.working_copy},
                                       {"master", account.per_parameter.master},
                                       {"gradients", account.per_parameter.gradients},
-                                      {"optimizer_state", account.per_parameter.optimizer_state}}}}},
+                                      {"optimizer_state", account.per_parameter.optimizer_state}}},
+                   {"scaling_state_bytes", account.scaling_state_bytes}}},
       {"note", run.activation_storage == ActivationStorage::half
                    ? "activations the mode keeps in fp16/bf16 take 2 bytes each; the account is the model state "
                      "the mode's types need"

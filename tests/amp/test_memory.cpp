@@ -33,6 +33,17 @@ TEST(Memory, PerMode) {
   EXPECT_EQ(parameter_bytes(Mode::fp32, OptimizerKind::sgd_momentum).persistent(), 12);
 }
 
+TEST(Memory, Fp8ModesCountTheirWeightCopyScalesAndHistories) {
+  EXPECT_EQ(parameter_bytes(Mode::fp8_current).working_copy, 1);
+  EXPECT_EQ(parameter_bytes(Mode::mxfp8).working_copy, 1 + 1.0 / 32) << "e4m3 elements and an e8m0 scale per 32";
+  // GPT-2 124M under fp8-delayed: 12 layers of four linear GEMMs and the LM head, three operands
+  // each, a 1024-step fp32 history with a scale and its inverse.
+  EXPECT_EQ(delayed_scaling_bytes(3 * (4 * 12 + 1), 1024), 147ull * 1026 * 4);
+  const ModelStateMemory m = model_state_memory(Mode::fp8, 1000, OptimizerKind::adamw, 4104);
+  EXPECT_EQ(m.persistent_bytes(), 16'000u + 4104u);
+  EXPECT_EQ(m.peak_bytes(), 17'000u + 4104u);
+}
+
 TEST(Memory, ModelTotals) {
   const ModelStateMemory gpt2 = model_state_memory(Mode::amp_fp16, 124'439'808);
   EXPECT_EQ(gpt2.persistent_bytes(), 124'439'808ull * 16);

@@ -330,6 +330,18 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
   EXPECT_GT(q["per_step"][0]["scale_changes"].get<double>(), 0) << "every scale leaves 1 after the first step";
   EXPECT_GT(q["scale_changes_total"].get<double>(), 0);
   EXPECT_FALSE(fp32.details.contains("fp8"));
+  // The account holds each scaled tensor's amax history, scale and inverse: the three operands of
+  // every linear GEMM (four per layer and the LM head), counted from the config, not the quantizer.
+  const std::uint64_t tensors = 3 * (4 * std::uint64_t(plan.config.layers) + 1);
+  EXPECT_EQ(q["per_step"][0]["scaled_tensors"].get<std::uint64_t>(), tensors);
+  const auto& account = fp8.details["memory"]["account"];
+  EXPECT_EQ(account["scaling_state_bytes"].get<std::uint64_t>(),
+            tensors * (q["history_length"].get<std::uint64_t>() + 2) * 4);
+  EXPECT_EQ(account["persistent_bytes"].get<std::uint64_t>(),
+            fp16.details["memory"]["account"]["persistent_bytes"].get<std::uint64_t>() +
+                account["scaling_state_bytes"].get<std::uint64_t>())
+      << "16 bytes per parameter in both, and fp8-delayed's scaling state";
+  EXPECT_EQ(fp16.details["memory"]["account"]["scaling_state_bytes"], 0);
 }
 
 // The reference ops, reporting hand-built GEMM algorithms as the CUDA ops report cuBLASLt's.

@@ -1,0 +1,15 @@
+#pragma once
+// explain's rules for the fp8 training modes (issue 31 item 3), read from details.fp8: how much
+// of the step the quantization takes (amax, scales, the casts to fp8 and back), and how many
+// values the scales left outside the format's range, clamped to its largest finite value.
+#include <vector>
+
+#include "core/result.hpp"
+#include "profiler/explain.hpp"
+
+namespace mpbench::profiler {
+
+// fp8_quantization_share and fp8_saturation for a case with details.fp8; nothing for others.
+void fp8_rules(const CaseResult& c, std::vector<Finding>& out);
+
+}  // namespace mpbench::profiler
