@@ -2,14 +2,16 @@
 """How `mpbench history` scales with the runs it holds: the time to add a document and to check one.
 
     python3 scripts/bench_history_scale.py [--mpbench build/cli/mpbench] [--runs 1000] [--cases 100]
-                                           [--folder /tmp/mpbench-history-scale]
+                                           [--folder /tmp/mpbench-history-scale] [--db postgresql://...]
 
 Writes --runs documents of --cases gemm cases (fp32 and bf16 of cases/2 shapes, nine samples each,
 built from tests/cli/fixtures/gemm_base.json, each run's bf16 times drawn with 1% noise), adds them
 one `mpbench history add` per document to a new history (a CI job appends one run at a time), and
 prints the wall time of the first and last tenth of the adds and of one `mpbench history check`
 of a new document against the full history. A benchmark, not a test: the numbers depend on the
-machine; name it when quoting them. Exit status 1 when a command fails.
+machine; name it when quoting them. --db gives a postgresql:// URL of an empty database in place of
+the new SQLite file (the script never empties a server's database). Exit status 1 when a command
+fails.
 """
 from __future__ import annotations
 
@@ -60,12 +62,14 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--folder", default="/tmp/mpbench-history-scale")
+    parser.add_argument("--db", help="a postgresql:// URL of an empty database, instead of a new SQLite file")
     args = parser.parse_args(argv)
     folder = Path(args.folder)
     folder.mkdir(parents=True, exist_ok=True)
-    db = folder / f"history-{args.runs}x{args.cases}.sqlite"
-    for stale in folder.glob(db.name + "*"):
-        stale.unlink()
+    db = args.db or folder / f"history-{args.runs}x{args.cases}.sqlite"
+    if args.db is None:
+        for stale in folder.glob(db.name + "*"):
+            stale.unlink()
     template = json.loads((ROOT / "tests" / "cli" / "fixtures" / "gemm_base.json").read_text())
     rng = random.Random(1)
     path = folder / "run.json"
@@ -82,7 +86,8 @@ def main(argv=None) -> int:
         print(e, file=sys.stderr)
         return 1
     tenth = max(1, len(adds) // 10)
-    print(f"{args.runs} runs x {args.cases} cases ({db.stat().st_size / 1e6:.0f} MB): add {statistics.mean(adds[:tenth]):.3f} s "
+    size = "on the server" if args.db else f"{db.stat().st_size / 1e6:.0f} MB"
+    print(f"{args.runs} runs x {args.cases} cases ({size}): add {statistics.mean(adds[:tenth]):.3f} s "
           f"a document at first, {statistics.mean(adds[-tenth:]):.3f} s at the end; check {check:.2f} s")
     return 0
 
