@@ -1,7 +1,8 @@
 #pragma once
 // Block-scaled fp8 (OCP Microscaling, "MX", v1.0: MXFP8 with e4m3 or e5m2 elements) and per-tensor
-// current scaling (Transformer Engine's Float8CurrentScaling, torchao's "tensorwise"). Math only:
-// no training mode uses it yet (issue 31, step 1).
+// current scaling (Transformer Engine's Float8CurrentScaling, torchao's "tensorwise"): the numbers
+// of the mxfp8 and fp8-current training modes. Per element and per block `__host__ __device__`;
+// the whole-tensor functions (host) are threaded and vectorized and give the same bits.
 //
 // MX rules implemented (the spec's conversion of an FP32 vector to MX, section 6.3 as we recall it;
 // the spec text was not at hand in this session, so the section numbers are from memory):
@@ -104,13 +105,6 @@ MPB_HD uint8_t f32_to_e8m0(float x) {
 // Exponent of the element format's largest normal number (OCP MX: emax_elem).
 MPB_HD constexpr int mx_emax_elem(bool e4m3) { return e4m3 ? 8 : 15; }
 
-// Folds |x| into a running amax held as fp32 bits. For non-negative floats the bit order is the
-// value order, and every NaN is above +inf, so a NaN anywhere makes the result a NaN (sticky).
-MPB_HD uint32_t fold_amax_bits(uint32_t amax_bits, float x) {
-  const uint32_t abs_bits = num::float_to_bits(x) & 0x7FFFFFFFu;
-  return abs_bits > amax_bits ? abs_bits : amax_bits;
-}
-
 // The block's scale code from its amax (NaN if any element was NaN, inf if one was infinite).
 MPB_HD uint8_t mx_scale_code(float amax, bool e4m3) {
   const uint32_t bits = num::float_to_bits(amax) & 0x7FFFFFFFu;
@@ -152,16 +146,6 @@ MPB_HD void mx_dequantize_block(const uint8_t* q, int n, uint8_t scale_code, boo
   for (int i = 0; i < n; ++i) out[i] = mx_dequantize_element(q[i], scale_code, e4m3);
 }
 
-// ---- per-tensor current scaling -------------------------------------------------------------
-
-// One element with a per-tensor scale: quantize_fp8 (x * scale in fp32, RNE, saturating) plus the
-// underflow count.
-MPB_HD uint8_t quantize_fp8_counted(float x, float scale, bool e4m3, uint32_t& saturated, uint32_t& underflowed) {
-  const uint8_t q = quantize_fp8(x, scale, e4m3, saturated);
-  if ((q & 0x7Fu) == 0 && x != 0.0f) underflowed += 1;
-  return q;
-}
-
 // ---- whole tensors (host) -------------------------------------------------------------------
 
 struct BlockQuantizeStats {
@@ -189,6 +173,15 @@ BlockQuantizeStats mx_quantize_rows(std::span<const float> x, std::size_t rows, 
                                     num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales);
 void mx_dequantize_rows(std::span<const uint8_t> q, std::span<const uint8_t> scales, std::size_t rows,
                         std::size_t cols, num::Format element, std::span<float> out);
+
+// A row-major rows x cols matrix blocked down its columns (an operand whose K is its row index):
+// block s of column c is rows [32s, 32s + 32) of column c, the last block shorter when
+// rows % 32 != 0, its scale scales[s * cols + c]. The codes and counts of mx_quantize_rows on x^T,
+// in x's layout, without transposing (Transformer Engine's columnwise MXFP8 copy).
+BlockQuantizeStats mx_quantize_columns(std::span<const float> x, std::size_t rows, std::size_t cols,
+                                       num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales);
+void mx_dequantize_columns(std::span<const uint8_t> q, std::span<const uint8_t> scales, std::size_t rows,
+                           std::size_t cols, num::Format element, std::span<float> out);
 
 struct CurrentScalingResult {
   float amax = 0;       // max |x|, NaN if any element is NaN

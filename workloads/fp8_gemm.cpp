@@ -1,5 +1,6 @@
 #include "workloads/fp8_gemm.hpp"
 
+#include <chrono>
 #include <span>
 #include <stdexcept>
 
@@ -13,6 +14,19 @@ constexpr std::array<std::string_view, kFp8OperandKinds> kOperandNames = {"input
 nlohmann::json counts_json(const Fp8Counts& c) {
   return {{"tensors", c.tensors}, {"elements", c.elements}, {"saturated", c.saturated}, {"underflowed", c.underflowed}};
 }
+
+// Adds the wall time of its scope to `seconds`.
+class ScopeTimer {
+ public:
+  explicit ScopeTimer(double& seconds) : seconds_(seconds), start_(std::chrono::steady_clock::now()) {}
+  ~ScopeTimer() { seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  ScopeTimer(const ScopeTimer&) = delete;
+  ScopeTimer& operator=(const ScopeTimer&) = delete;
+
+ private:
+  double& seconds_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace
 
@@ -35,6 +49,7 @@ void Fp8GemmQuantizer::configure(Fp8Recipe recipe, int history_length, int margi
   scalers_.clear();
   counts_ = {};
   scale_changes_ = 0;
+  quantize_seconds_ = 0;
 }
 
 void Fp8GemmQuantizer::set_range(std::string_view op, int layer, bool backward) {
@@ -45,7 +60,12 @@ void Fp8GemmQuantizer::set_range(std::string_view op, int layer, bool backward) 
 
 void Fp8GemmQuantizer::quantize(Fp8Operand operand, const float* x, std::size_t n, float* out) {
   if (!active()) throw std::logic_error("Fp8GemmQuantizer::quantize without an fp8 recipe");
-  if (recipe_ == Fp8Recipe::mxfp8) return quantize_matrix(operand, x, 1, n, true, out);
+  const ScopeTimer timer(quantize_seconds_);
+  if (recipe_ == Fp8Recipe::mxfp8) return quantize_blocked(operand, x, 1, n, true, out, true);
+  quantize_per_tensor(operand, x, n, out);
+}
+
+void Fp8GemmQuantizer::quantize_per_tensor(Fp8Operand operand, const float* x, std::size_t n, float* out) {
   const bool grad = operand == Fp8Operand::grad;
   const num::Format format = grad ? num::Format::e5m2 : num::Format::e4m3;
   if (codes_.size() < n) codes_.resize(n);
@@ -84,37 +104,29 @@ void Fp8GemmQuantizer::add_counts(Fp8Operand operand, std::size_t n, std::uint64
 
 void Fp8GemmQuantizer::quantize_matrix(Fp8Operand operand, const float* x, std::size_t rows, std::size_t cols,
                                        bool k_along_rows, float* out, bool count) {
+  if (!active()) throw std::logic_error("Fp8GemmQuantizer::quantize_matrix without an fp8 recipe");
+  const ScopeTimer timer(quantize_seconds_);
+  if (recipe_ == Fp8Recipe::mxfp8) return quantize_blocked(operand, x, rows, cols, k_along_rows, out, count);
   const std::size_t n = rows * cols;
-  if (recipe_ != Fp8Recipe::mxfp8) {
-    if (count) return quantize(operand, x, n, out);
-    const auto saved = counts_;
-    quantize(operand, x, n, out);
-    counts_ = saved;
-    return;
-  }
-  // Blocks of 32 along K: rows of x, or rows of x^T (then transposed back).
-  const std::size_t k_rows = k_along_rows ? rows : cols, k_cols = k_along_rows ? cols : rows;
-  const float* source = x;
-  if (!k_along_rows) {
-    transposed_.resize(n);
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t c = 0; c < cols; ++c) transposed_[c * rows + r] = x[r * cols + c];
-    source = transposed_.data();
-  }
+  if (count) return quantize_per_tensor(operand, x, n, out);
+  const auto saved = counts_;
+  quantize_per_tensor(operand, x, n, out);
+  counts_ = saved;
+}
+
+void Fp8GemmQuantizer::quantize_blocked(Fp8Operand operand, const float* x, std::size_t rows, std::size_t cols,
+                                        bool k_along_rows, float* out, bool count) {
+  // Blocks of 32 along K: along the rows of x, or down its columns.
+  const std::size_t n = rows * cols;
+  const std::size_t scales = k_along_rows ? rows * amp::mx_blocks_per_row(cols) : amp::mx_blocks_per_row(rows) * cols;
   if (codes_.size() < n) codes_.resize(n);
-  const std::size_t scales = k_rows * amp::mx_blocks_per_row(k_cols);
   if (block_scales_.size() < scales) block_scales_.resize(scales);
+  const std::span<const float> values(x, n);
   const std::span<std::uint8_t> codes(codes_.data(), n), block_scales(block_scales_.data(), scales);
-  const amp::BlockQuantizeStats stats =
-      amp::mx_quantize_rows(std::span<const float>(source, n), k_rows, k_cols, num::Format::e4m3, codes, block_scales);
-  if (k_along_rows) {
-    amp::mx_dequantize_rows(codes, block_scales, k_rows, k_cols, num::Format::e4m3, std::span<float>(out, n));
-  } else {
-    std::vector<float> values(n);
-    amp::mx_dequantize_rows(codes, block_scales, k_rows, k_cols, num::Format::e4m3, values);
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t c = 0; c < cols; ++c) out[r * cols + c] = values[c * rows + r];
-  }
+  const auto quantize = k_along_rows ? &amp::mx_quantize_rows : &amp::mx_quantize_columns;
+  const auto dequantize = k_along_rows ? &amp::mx_dequantize_rows : &amp::mx_dequantize_columns;
+  const amp::BlockQuantizeStats stats = quantize(values, rows, cols, num::Format::e4m3, codes, block_scales);
+  dequantize(codes, block_scales, rows, cols, num::Format::e4m3, std::span<float>(out, n));
   if (count) add_counts(operand, n, stats.saturated, stats.underflowed);
 }
 
@@ -141,7 +153,8 @@ nlohmann::json Fp8GemmQuantizer::take_step_details() {
                         {"formats", {{"input", "fp8-e4m3"}, {"weight", "fp8-e4m3"},
                                      {"grad", recipe_ == Fp8Recipe::mxfp8 ? "fp8-e4m3" : "fp8-e5m2"}}},
                         {"by_operand", by_kind},
-                        {"total", counts_json(total)}};
+                        {"total", counts_json(total)},
+                        {"quantize_seconds", quantize_seconds_}};
   if (recipe_ == Fp8Recipe::mxfp8) {
     out["block_size"] = amp::kMxBlockSize;
     out["scale_format"] = "e8m0";
@@ -154,6 +167,7 @@ nlohmann::json Fp8GemmQuantizer::take_step_details() {
   }
   counts_ = {};
   scale_changes_ = 0;
+  quantize_seconds_ = 0;
   return out;
 }
 

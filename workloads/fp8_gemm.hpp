@@ -77,12 +77,16 @@ class Fp8GemmQuantizer {
 
   // After the optimizer step: delayed scalers take their next scale (counted when it changes).
   void end_step();
-  // This step's counts (per operand kind and in total), scale changes and the number of scaled
-  // tensors, as JSON; then clears the step's counts.
+  // This step's counts (per operand kind and in total), scale changes, the number of scaled
+  // tensors and quantize_seconds, as JSON; then clears the step's counts and time.
   nlohmann::json take_step_details();
 
   const std::array<Fp8Counts, kFp8OperandKinds>& step_counts() const { return counts_; }
   std::uint64_t step_scale_changes() const { return scale_changes_; }
+  // Wall seconds this step in quantize and quantize_matrix: amax, scales, quantization and
+  // dequantization (everything the converted path adds to a GEMM; mxfp8 blocks an operand down its
+  // columns in place, without the transposes).
+  double step_quantize_seconds() const { return quantize_seconds_; }
   // The delayed scaler of `key` ("c_fc L3 weight"), or null.
   const amp::DelayedScaler* scaler(const std::string& key) const;
 
@@ -95,10 +99,14 @@ class Fp8GemmQuantizer {
   std::map<std::string, amp::DelayedScaler> scalers_;
   std::array<Fp8Counts, kFp8OperandKinds> counts_{};
   std::uint64_t scale_changes_ = 0;
+  double quantize_seconds_ = 0;
   void add_counts(Fp8Operand operand, std::size_t n, std::uint64_t saturated, std::uint64_t underflowed);
+  // The untimed bodies of quantize (per-tensor recipes) and quantize_matrix (mxfp8).
+  void quantize_per_tensor(Fp8Operand operand, const float* x, std::size_t n, float* out);
+  void quantize_blocked(Fp8Operand operand, const float* x, std::size_t rows, std::size_t cols, bool k_along_rows,
+                        float* out, bool count);
 
   std::vector<std::uint8_t> codes_, block_scales_;
-  std::vector<float> transposed_;
 };
 
 }  // namespace mpbench::workloads

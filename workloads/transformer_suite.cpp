@@ -583,9 +583,12 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
     // changed at the step's end. The totals over the run beside them.
     nlohmann::json steps = nlohmann::json::array();
     std::uint64_t saturated = 0, underflowed = 0, changes = 0;
+    double quantize_seconds = 0, step_seconds = 0;  // over every step, the warm-up included
     for (const StepRecord& r : run.records) {
       steps.push_back(r.fp8);
       if (r.fp8.is_null()) continue;
+      quantize_seconds += r.fp8["quantize_seconds"].get<double>();
+      step_seconds += r.seconds;
       saturated += r.fp8["total"]["saturated"].get<std::uint64_t>();
       underflowed += r.fp8["total"]["underflowed"].get<std::uint64_t>();
       if (r.fp8.contains("scale_changes")) changes += r.fp8["scale_changes"].get<std::uint64_t>();
@@ -601,6 +604,8 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
                                            "matmul; attention's batched GEMMs in bf16"},
                         {"saturated_total", saturated},
                         {"underflowed_total", underflowed},
+                        {"quantize_seconds_total", quantize_seconds},
+                        {"quantize_share", step_seconds > 0 ? quantize_seconds / step_seconds : 0.0},
                         {"per_step", steps}};
     if (fp8_recipe(mode) == Fp8Recipe::delayed) {
       c.details["fp8"]["scale_changes_total"] = changes;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -280,6 +281,120 @@ TEST(MxQuantize, RowsBlockAlongEachRow) {
   EXPECT_EQ(scales[1], 127 - 8);
   EXPECT_EQ(scales[2], 127 + 99 - 8);  // 1e30 is in [2^99, 2^100)
   EXPECT_EQ(scales[3], 127 - 8);
+}
+
+// random_tensor with NaNs (one at least), infinities, zeros and fp32 subnormals at random places.
+std::vector<float> tensor_with_specials(std::size_t n, std::mt19937& rng) {
+  std::vector<float> x = random_tensor(n, rng);
+  const float specials[] = {kNan, -kInf, kInf, 0.0f, -0.0f, 1e-45f, -3e-39f};
+  for (std::size_t i = 0; i < n / 200 + 1 && n > 0; ++i) x[rng() % n] = specials[rng() % std::size(specials)];
+  if (n > 0) x[rng() % n] = kNan;  // at least one NaN block
+  return x;
+}
+
+bool same_bits(float a, float b) { return mpbench::num::float_to_bits(a) == mpbench::num::float_to_bits(b); }
+
+// Runs `check` under each loop ISA this CPU has (baseline, and AVX-512 where present).
+template <class Check>
+void for_each_loop_isa(Check check) {
+  const Fp8LoopIsa initial = fp8_loop_isa();
+  for (Fp8LoopIsa isa : {Fp8LoopIsa::baseline, Fp8LoopIsa::avx512}) {
+    if (set_fp8_loop_isa(isa) != isa) continue;
+    SCOPED_TRACE(isa == Fp8LoopIsa::avx512 ? "avx512 loops" : "baseline loops");
+    check();
+  }
+  set_fp8_loop_isa(initial);
+}
+
+// The threaded, vectorized mx_quantize_rows / mx_dequantize_rows against the header's scalar
+// mx_quantize_block / mx_dequantize_block, block by block, on shapes whose rows are not a multiple
+// of 32 or of a vector width, small and above the threading threshold.
+TEST(MxQuantize, BlockLoopsMatchTheScalarBlockFunctions) {
+  const uint32_t seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
+  std::mt19937 rng(seed);
+  for_each_loop_isa([&] {
+    for (bool e4m3 : {true, false}) {
+      for (auto [rows, cols] : {std::pair<std::size_t, std::size_t>{1, 7}, {3, 45}, {9, 1005}, {300, 257}}) {
+        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+        const std::vector<float> x = tensor_with_specials(rows * cols, rng);
+        const std::size_t per_row = mx_blocks_per_row(cols);
+        std::vector<uint8_t> q(x.size()), scales(rows * per_row), want_q(x.size());
+        const BlockQuantizeStats stats = mx_quantize_rows(x, rows, cols, fmt(e4m3), q, scales);
+        std::vector<float> back(x.size()), want_back(x.size());
+        mx_dequantize_rows(q, scales, rows, cols, fmt(e4m3), back);
+        uint32_t saturated = 0, underflowed = 0;
+        uint64_t nan_blocks = 0;
+        for (std::size_t r = 0; r < rows; ++r) {
+          for (std::size_t b = 0; b < per_row; ++b) {
+            const std::size_t begin = r * cols + b * 32;
+            const int n = int(std::min<std::size_t>(32, cols - b * 32));
+            uint32_t block_saturated = 0, block_underflowed = 0;
+            const uint8_t code =
+                mx_quantize_block(x.data() + begin, n, e4m3, want_q.data() + begin, block_saturated, block_underflowed);
+            ASSERT_EQ(scales[r * per_row + b], code) << "row " << r << " block " << b;
+            mx_dequantize_block(want_q.data() + begin, n, code, e4m3, want_back.data() + begin);
+            // mx_quantize_block counts a NaN block's elements as the per-element function does;
+            // the tensor functions leave them out (BlockQuantizeStats: not counted).
+            if (code == kE8m0Nan) ++nan_blocks;
+            else saturated += block_saturated, underflowed += block_underflowed;
+          }
+        }
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          ASSERT_EQ(q[i], want_q[i]) << "element " << i << " x=" << x[i];
+          ASSERT_TRUE(same_bits(back[i], want_back[i])) << "element " << i;
+        }
+        EXPECT_EQ(stats.saturated, saturated);
+        EXPECT_EQ(stats.underflowed, underflowed);
+        EXPECT_EQ(stats.nan_blocks, nan_blocks);
+      }
+    }
+  });
+}
+
+// mx_quantize_columns is mx_quantize_rows on the transpose, transposed: codes, scales (strip s of
+// column c is block s of row c of x^T), counts and values, bit for bit.
+TEST(MxQuantize, ColumnsAreRowsOfTheTranspose) {
+  const uint32_t seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
+  std::mt19937 rng(seed);
+  for_each_loop_isa([&] {
+    for (bool e4m3 : {true, false}) {
+      for (auto [rows, cols] : {std::pair<std::size_t, std::size_t>{5, 1}, {70, 45}, {33, 1024}, {1003, 77}}) {
+        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+        const std::vector<float> x = tensor_with_specials(rows * cols, rng);
+        std::vector<float> xt(x.size());
+        for (std::size_t r = 0; r < rows; ++r)
+          for (std::size_t c = 0; c < cols; ++c) xt[c * rows + r] = x[r * cols + c];
+        const std::size_t strips = mx_blocks_per_row(rows);
+        std::vector<uint8_t> q(x.size()), scales(strips * cols), qt(x.size()), scales_t(cols * strips);
+        const BlockQuantizeStats stats = mx_quantize_columns(x, rows, cols, fmt(e4m3), q, scales);
+        const BlockQuantizeStats want = mx_quantize_rows(xt, cols, rows, fmt(e4m3), qt, scales_t);
+        std::vector<float> back(x.size()), back_t(x.size());
+        mx_dequantize_columns(q, scales, rows, cols, fmt(e4m3), back);
+        mx_dequantize_rows(qt, scales_t, cols, rows, fmt(e4m3), back_t);
+        for (std::size_t s = 0; s < strips; ++s)
+          for (std::size_t c = 0; c < cols; ++c)
+            ASSERT_EQ(scales[s * cols + c], scales_t[c * strips + s]) << s << " " << c;
+        for (std::size_t r = 0; r < rows; ++r) {
+          for (std::size_t c = 0; c < cols; ++c) {
+            ASSERT_EQ(q[r * cols + c], qt[c * rows + r]) << r << " " << c;
+            ASSERT_TRUE(same_bits(back[r * cols + c], back_t[c * rows + r])) << r << " " << c;
+          }
+        }
+        EXPECT_EQ(stats.elements, want.elements);
+        EXPECT_EQ(stats.blocks, want.blocks);
+        EXPECT_EQ(stats.saturated, want.saturated);
+        EXPECT_EQ(stats.underflowed, want.underflowed);
+        EXPECT_EQ(stats.nan_blocks, want.nan_blocks);
+        EXPECT_GT(want.nan_blocks, 0u) << "the specials reach some blocks";
+      }
+    }
+  });
+  std::vector<float> x(6);
+  std::vector<uint8_t> q(6), scales(1);
+  EXPECT_THROW(mx_quantize_columns(x, 2, 3, Format::e4m3, q, scales), std::invalid_argument);  // 3 scales needed
+  EXPECT_THROW(mx_quantize_columns(x, 2, 3, Format::bf16, q, scales), std::invalid_argument);
 }
 
 // Every finite bit pattern, placed in blocks whose amax is in [2^emax, 2^(emax+1)) so the scale is

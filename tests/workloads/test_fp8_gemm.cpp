@@ -48,6 +48,8 @@ TEST(Fp8GemmQuantizer, CurrentScalingIsAmpsQuantizeAndDequantize) {
   EXPECT_EQ(details["by_operand"]["grad"]["tensors"], 1);
   EXPECT_EQ(details["total"]["elements"], 200);
   EXPECT_FALSE(details.contains("scale_changes"));
+  EXPECT_GT(details["quantize_seconds"].get<double>(), 0.0) << "two quantizations timed";
+  EXPECT_EQ(q.step_quantize_seconds(), 0.0) << "taking the details starts the next step's time";
 }
 
 TEST(Fp8GemmQuantizer, QuantizingWithoutARecipeIsAnError) {
