@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "amp/formats.hpp"
+#include "amp/fp8_scaling.hpp"
 #include "core/hostdevice.hpp"
 #include "core/random.hpp"
 
@@ -36,6 +37,13 @@ MPB_HD float triad(float a, float b, float s) { return fmaf(s, b, a); }
 MPB_HD std::uint8_t f32_to_e4m3_scaled(float x, float scale) {
   return num::f32_to_e4m3_bits(x * scale, true);
 }
+
+// bf16_to_e4m3_scaled's: the current-scaling scale of a tensor whose amax (NaNs left out) is `amax`,
+// e4m3's largest value over it; 1 where the amax is 0 or inf (nothing to scale by), the largest
+// float where the quotient overflows (Transformer Engine's rule, amp/fp8_scaling.hpp).
+MPB_HD float e4m3_current_scale(float amax) { return amp::fp8_scale_from_amax(amax, 448.0f, 0, 1.0f); }
+
+MPB_HD std::uint8_t bf16_to_e4m3_scaled(bf16_bits x, float scale) { return f32_to_e4m3_scaled(load(x), scale); }
 
 // Stochastic rounding of element `index`, its random word drawn from stream `seed`.
 MPB_HD std::uint16_t f32_to_bf16_stochastic_at(float x, std::uint64_t seed, std::uint64_t index) {

@@ -72,6 +72,7 @@ std::string_view cast_kind_name(CastKind k) {
     case CastKind::f16_to_f32: return "f16_to_f32";
     case CastKind::bf16_to_f32: return "bf16_to_f32";
     case CastKind::f32_to_e4m3_scaled: return "f32_to_e4m3_scaled";
+    case CastKind::bf16_to_e4m3_scaled: return "bf16_to_e4m3_scaled";
     case CastKind::f32_to_bf16_stochastic: return "f32_to_bf16_stochastic";
   }
   return "unknown";
@@ -80,7 +81,8 @@ std::string_view cast_kind_name(CastKind k) {
 DType cast_source_type(CastKind k) {
   switch (k) {
     case CastKind::f16_to_f32: return DType::f16;
-    case CastKind::bf16_to_f32: return DType::bf16;
+    case CastKind::bf16_to_f32:
+    case CastKind::bf16_to_e4m3_scaled: return DType::bf16;
     default: return DType::f32;
   }
 }
@@ -92,7 +94,8 @@ DType cast_destination_type(CastKind k) {
     case CastKind::f32_to_bf16_stochastic: return DType::bf16;
     case CastKind::f16_to_f32:
     case CastKind::bf16_to_f32: return DType::f32;
-    case CastKind::f32_to_e4m3_scaled: return DType::e4m3;
+    case CastKind::f32_to_e4m3_scaled:
+    case CastKind::bf16_to_e4m3_scaled: return DType::e4m3;
   }
   throw std::logic_error("cast kind without a destination type");
 }
@@ -131,12 +134,16 @@ void check_cast_arguments(CastKind kind, const CastArgs& args) {
       args.destination->count() < args.source->count())
     throw UsageError(fmt::format("{} needs a {} source and a {} destination of its size", name,
                                  dtype_name(cast_source_type(kind)), dtype_name(cast_destination_type(kind))));
-  if (kind != CastKind::f32_to_e4m3_scaled) return;
   const auto is_scalar = [](const DeviceBuffer* buffer) {
     return buffer && buffer->dtype() == DType::f32 && buffer->count() >= 1;
   };
-  if (!is_scalar(args.scale) || !is_scalar(args.amax))
+  if (kind == CastKind::f32_to_e4m3_scaled && (!is_scalar(args.scale) || !is_scalar(args.amax)))
     throw UsageError(fmt::format("{} needs one-element fp32 scale and amax buffers", name));
+  if (kind != CastKind::bf16_to_e4m3_scaled) return;
+  if (args.scale) throw UsageError(fmt::format("{} chooses its scale from the amax: pass no input scale", name));
+  // Two buffers: a GPU writes the scale while other blocks may still read the amax.
+  if (!is_scalar(args.amax) || !is_scalar(args.chosen_scale) || args.amax->data() == args.chosen_scale->data())
+    throw UsageError(fmt::format("{} needs two one-element fp32 buffers, amax and chosen_scale", name));
 }
 
 }  // namespace mpbench

@@ -91,6 +91,8 @@ enum class CastKind {
   f16_to_f32,
   bf16_to_f32,
   f32_to_e4m3_scaled,     // amax pass, then e4m3 = saturate(x * scale); writes amax too
+  bf16_to_e4m3_scaled,    // current scaling: amax pass, scale = 448 / amax, e4m3 = saturate(x * scale);
+                          // writes amax and the scale it chose
   f32_to_bf16_stochastic  // bf16 with stochastic rounding from a counter-based random word
 };
 std::string_view cast_kind_name(CastKind k);
@@ -103,12 +105,16 @@ struct CastArgs {
   const DeviceBuffer* scale = nullptr;  // one fp32, f32_to_e4m3_scaled only
   DeviceBuffer* amax = nullptr;         // one fp32 written by the amax pass, f32_to_e4m3_scaled only
   std::uint64_t seed = 0;               // f32_to_bf16_stochastic only
+  // bf16_to_e4m3_scaled only: one fp32 written with the scale it chose from the amax (the
+  // dequantizing GEMM needs it), amp/fp8_scaling.hpp's fp8_scale_from_amax(amax, 448, 0, 1).
+  DeviceBuffer* chosen_scale = nullptr;
 };
 
 // The argument rules every backend enforces, so all refuse the same calls (UsageError):
 // gemm: see below. stream: a, and b where the kernel reads it, of one dtype and at least a's size; c like a, or one
 // fp32 for dot. cast: the kind's source and destination types, destination at least the source's
-// size; one-element fp32 scale and amax for f32_to_e4m3_scaled.
+// size; one-element fp32 scale and amax for f32_to_e4m3_scaled; for bf16_to_e4m3_scaled one-element fp32
+// amax and chosen_scale, two buffers, and no input scale (it chooses its own).
 // gemm: positive dimensions, the precision's input and output types, buffers of the shape's size.
 void check_gemm_arguments(GemmPrecision precision, const GemmShape& shape, const DeviceBuffer& a,
                           const DeviceBuffer& b, const DeviceBuffer& c);

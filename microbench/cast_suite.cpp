@@ -1,5 +1,6 @@
 // cast: the conversions mixed precision pays for (fp32 <-> fp16/bf16, fp32 -> fp8 e4m3 with its
-// amax pass, fp32 -> bf16 with stochastic rounding), in GB/s against a copy of the same elements.
+// amax pass, bf16 -> fp8 e4m3 with current scaling, fp32 -> bf16 with stochastic rounding), in GB/s
+// against a copy of the same elements.
 #include <fmt/format.h>
 
 #include "microbench/suite.hpp"
@@ -8,20 +9,21 @@ namespace mpbench::microbench {
 
 namespace {
 
-constexpr CastKind kCasts[] = {CastKind::f32_to_f16,          CastKind::f32_to_bf16,
-                               CastKind::f16_to_f32,          CastKind::bf16_to_f32,
-                               CastKind::f32_to_e4m3_scaled,  CastKind::f32_to_bf16_stochastic};
+constexpr CastKind kCasts[] = {CastKind::f32_to_f16,         CastKind::f32_to_bf16,         CastKind::f16_to_f32,
+                               CastKind::bf16_to_f32,        CastKind::f32_to_e4m3_scaled,  CastKind::bf16_to_e4m3_scaled,
+                               CastKind::f32_to_bf16_stochastic};
 
-// The low-precision format a conversion involves: what --precision selects it by.
+// The low-precision format a conversion involves, the narrower of its two: what --precision
+// selects it by.
 std::string cast_precision(CastKind kind) {
-  const DType low = cast_source_type(kind) == DType::f32 ? cast_destination_type(kind) : cast_source_type(kind);
-  return std::string(dtype_name(low));
+  const DType from = cast_source_type(kind), to = cast_destination_type(kind);
+  return std::string(dtype_name(dtype_size(to) < dtype_size(from) ? to : from));
 }
 
-// Bytes read + written; the fp8 cast reads its input twice (amax, then the scaled cast).
+// Bytes read + written; the fp8 casts read their input twice (amax, then the scaled cast).
 double cast_bytes(CastKind kind, std::int64_t n) {
   const double in = dtype_size(cast_source_type(kind)), out = dtype_size(cast_destination_type(kind));
-  const double reads = kind == CastKind::f32_to_e4m3_scaled ? 2 : 1;
+  const double reads = cast_destination_type(kind) == DType::e4m3 ? 2 : 1;
   return static_cast<double>(n) * (reads * in + out);
 }
 
@@ -41,7 +43,9 @@ CaseResult measure_cast(const CaseSpec& spec, CastKind kind, std::int64_t n, Bac
   backend.fill_uniform(source, 21, -4.0f, 4.0f);
   const float scale_value = 448.0f / 4.0f;  // e4m3's largest value over the inputs' largest magnitude
   backend.upload(scale, &scale_value, sizeof scale_value);
-  const CastArgs args{&source, &destination, &scale, &amax, 22};
+  // Current scaling chooses its scale and writes it where the other fp8 cast reads one.
+  const CastArgs args = kind == CastKind::bf16_to_e4m3_scaled ? CastArgs{&source, &destination, nullptr, &amax, 0, &scale}
+                                                              : CastArgs{&source, &destination, &scale, &amax, 22};
   CaseResult r = measure_case(spec, backend, [&] { backend.cast(kind, args); }, config.without_flush(), profiler);
   r.rates["gbps"] = spec.params["bytes"].get<double>() / r.seconds->median / 1e9;
   return r;
@@ -86,7 +90,7 @@ std::vector<CaseSpec> cast_cases(Backend& backend, const SuiteOptions& options) 
 
 Suite cast_suite() {
   return {"cast",
-          "fp32 <-> fp16/bf16, fp32 -> fp8 e4m3 (scaled, with amax), fp32 -> bf16 stochastic; GB/s against copy",
+          "fp32 <-> fp16/bf16, fp32/bf16 -> fp8 e4m3 (scaled, with amax), fp32 -> bf16 stochastic; GB/s against copy",
           {"fp32", "fp16", "bf16", "fp8-e4m3"},
           cast_cases,
           [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "cast", "copy"); }};

@@ -1,5 +1,6 @@
 // gemm: C = A B^T through the backend's library GEMM (cuBLASLt, oneDNN) in every precision, over a
-// square sweep, the GEMMs of GPT-2 124M/350M training, and an alignment sweep around 4096.
+// square sweep, the GEMMs of GPT-2 124M/350M training, and an alignment sweep around 4096; fp8-e4m3
+// also end to end, from bf16 operands through their casts.
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -75,6 +76,47 @@ nlohmann::json shape_params(const GemmCase& c) {
           {"layout", "A[m,k] row-major, B[n,k] row-major (TN)"}, {"flops", c.shape.flops()}};
 }
 
+// An fp8 GEMM operand as a training step holds it: a bf16 tensor, quantized before each GEMM, with
+// the amax and the scale its cast writes.
+struct Bf16Operand {
+  DeviceBuffer values, amax, scale;
+  CastArgs cast_into(DeviceBuffer& codes) { return {&values, &codes, nullptr, &amax, 0, &scale}; }
+};
+
+Bf16Operand bf16_operand(Backend& backend, std::size_t count, std::uint64_t seed) {
+  Bf16Operand operand{backend.allocate(DType::bf16, count), backend.allocate(DType::f32, 1),
+                      backend.allocate(DType::f32, 1)};
+  backend.fill_uniform(operand.values, seed, -1.0f, 1.0f);
+  return operand;
+}
+
+// details.quantize and rates.tflops_end_to_end of the fp8-e4m3 case `r`, whose GEMM on the codes
+// `a` and `b` it has measured: the current-scaling casts of bf16 A and B into those codes alone,
+// then the casts and the GEMM as one op (what a step pays), each with the case's sampler. The
+// end-to-end time is measured, not summed, so that the GEMM finding its operands in cache counts.
+void add_quantize_cost(const CaseSpec& spec, const GemmShape& shape, Backend& backend, DeviceBuffer& a,
+                       DeviceBuffer& b, PreparedOp& gemm, const SamplerConfig& config, CaseResult& r) {
+  Bf16Operand a16 = bf16_operand(backend, shape.a_elements(), 4), b16 = bf16_operand(backend, shape.b_elements(), 5);
+  const CastArgs cast_a = a16.cast_into(a), cast_b = b16.cast_into(b);
+  const auto quantize = [&] {
+    backend.cast(CastKind::bf16_to_e4m3_scaled, cast_a);
+    backend.cast(CastKind::bf16_to_e4m3_scaled, cast_b);
+  };
+  const double quantize_s = measure_case(spec, backend, quantize, config, nullptr).seconds->median;
+  const auto end_to_end = [&] {
+    quantize();
+    gemm.run();
+  };
+  const double end_to_end_s = measure_case(spec, backend, end_to_end, config, nullptr).seconds->median;
+  r.details["quantize"] = {{"seconds", quantize_s},
+                           {"gemm_seconds", r.seconds->median},
+                           {"end_to_end_seconds", end_to_end_s},
+                           {"share", quantize_s / end_to_end_s},
+                           {"from", "bf16"},
+                           {"recipe", "current scaling, per tensor"}};
+  r.rates["tflops_end_to_end"] = shape.flops() / end_to_end_s / 1e12;
+}
+
 CaseResult measure_gemm(const CaseSpec& spec, GemmPrecision precision, const GemmShape& shape,
                         Backend& backend, const SamplerConfig& config, CaseProfiler* profiler) {
   const auto& info = gemm_precision_info(precision);
@@ -91,6 +133,7 @@ CaseResult measure_gemm(const CaseSpec& spec, GemmPrecision precision, const Gem
   r.rates["tflops"] = tflops;
   r.details["algorithm"] = gemm->details();
   r.details["gemm_path"] = gemm_path_json(backend.capabilities().gemm(precision));
+  if (precision == GemmPrecision::fp8_e4m3) add_quantize_cost(spec, shape, backend, a, b, *gemm, config, r);
   if (auto row = find_datasheet(backend.device().name); row && peak_tflops(*row, precision) > 0) {
     r.rates["pct_of_peak"] = 100.0 * tflops / peak_tflops(*row, precision);
     r.details["peak"] = {{"tflops", peak_tflops(*row, precision)}, {"gpu", row->gpu}, {"source", row->source}};

@@ -14,6 +14,7 @@
 #include "profiler/causes.hpp"
 #include "profiler/classify.hpp"
 #include "profiler/evidence.hpp"
+#include "profiler/fp8_rules.hpp"
 #include "profiler/mode_verdict.hpp"
 #include "profiler/noise_gate.hpp"
 #include "profiler/rules.hpp"
@@ -567,6 +568,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
     gpu_gemm_rules(doc, c, e.findings);
     cpu_gemm_rules(c, doc, e.findings);
     memory_bound_gemm_rule(c, facts, e.findings);
+    fp8_gemm_rules(doc, c, e.findings);
   }
   if (base && e.speedup) {
     e.interval = ratio_interval(c, *base, *e.speedup);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/stats.hpp"
@@ -89,7 +90,66 @@ void saturation_rule(const CaseResult& c, std::vector<Finding>& out) {
                         std::move(evidence)));
 }
 
+// The end-to-end seconds of an ok fp8-e4m3 gemm case (details.quantize), else nothing.
+std::optional<double> end_to_end_seconds(const CaseResult& c) {
+  if (c.suite != "gemm" || c.precision != "fp8-e4m3" || c.status != CaseStatus::ok) return std::nullopt;
+  return number_at(c.details, {"quantize", "end_to_end_seconds"});
+}
+
+// The ok bf16 case of the same shape and backend in the document.
+const CaseResult* bf16_twin(const ResultDocument& doc, const CaseResult& c) {
+  for (const auto& other : doc.cases)
+    if (other.suite == c.suite && other.name == c.name && other.backend == c.backend && other.precision == "bf16" &&
+        other.status == CaseStatus::ok && other.seconds)
+      return &other;
+  return nullptr;
+}
+
+// Per square size N of the document (params.group "square", backend `backend`): whether fp8-e4m3
+// end to end beat bf16, where both were measured.
+std::map<double, bool> square_outcomes(const ResultDocument& doc, const std::string& backend) {
+  std::map<double, bool> fp8_wins;
+  for (const auto& c : doc.cases) {
+    const auto fp8_s = end_to_end_seconds(c);
+    const auto n = number_at(c.params, {"m"});
+    const CaseResult* bf16 = fp8_s ? bf16_twin(doc, c) : nullptr;
+    if (!bf16 || !n || c.backend != backend || string_or(c.params, "group", "") != "square") continue;
+    fp8_wins[*n] = *fp8_s < bf16->seconds->median;
+  }
+  return fp8_wins;
+}
+
+// The smallest square size from which on every larger one measured fp8 wins, or nothing.
+std::optional<double> crossover(const std::map<double, bool>& fp8_wins) {
+  std::optional<double> from;
+  for (auto it = fp8_wins.rbegin(); it != fp8_wins.rend() && it->second; ++it) from = it->first;
+  return from;
+}
+
 }  // namespace
+
+void fp8_gemm_rules(const ResultDocument& doc, const CaseResult& c, std::vector<Finding>& out) {
+  const auto fp8_s = end_to_end_seconds(c);
+  const CaseResult* bf16 = fp8_s ? bf16_twin(doc, c) : nullptr;
+  if (!bf16 || *fp8_s <= bf16->seconds->median) return;
+  const json& quantize = member_or_null(c.details, "quantize");
+  const std::map<double, bool> outcomes = square_outcomes(doc, c.backend);
+  const auto from = crossover(outcomes);
+  json sizes = json::array();
+  for (const auto& [n, wins] : outcomes) sizes.push_back({{"n", n}, {"fp8_end_to_end_faster", wins}});
+  const std::string where = from ? fmt::format("square_{:.0f}", *from) : std::string("none measured");
+  out.push_back(finding(
+      "fp8_gemm_below_crossover", "warning",
+      fmt::format("{}: fp8-e4m3 end to end (the casts from bf16, then the GEMM) takes {:.3g} ms against bf16's "
+                  "{:.3g} ms; the casts are {} of it. Crossover (the smallest square size from which on fp8 end to "
+                  "end beats bf16 in this document): {}",
+                  c.name, *fp8_s * 1e3, bf16->seconds->median * 1e3,
+                  pct(number_at(quantize, {"share"}).value_or(0)), where),
+      {{"end_to_end_s", *fp8_s}, {"bf16_s", bf16->seconds->median},
+       {"gemm_s", number_at(quantize, {"gemm_seconds"}).value_or(0)},
+       {"quantize_s", number_at(quantize, {"seconds"}).value_or(0)},
+       {"crossover_square_n", from ? json(*from) : json("none measured")}, {"square_sizes", std::move(sizes)}}));
+}
 
 void fp8_rules(const CaseResult& c, std::vector<Finding>& out) {
   if (!fp8_of(c).is_object()) return;

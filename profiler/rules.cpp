@@ -127,6 +127,15 @@ constexpr Rule kRules[] = {
      ">= 0.01% of an operand kind's values clamped",
      "{mode} clamped {n} of {m} {operand} values ({share}, {format}) to the format's largest finite value",
      "a margin (--fp8-margin), scales from each tensor's own amax (fp8-current) or per block (mxfp8)"},
+    {"fp8_gemm_below_crossover",
+     "details.quantize.end_to_end_seconds of fp8-e4m3 gemm cases, seconds.median of the same shape's bf16 case, "
+     "the square_N cases of the document",
+     0, "fp8 end to end slower than bf16",
+     "{name}: fp8-e4m3 end to end (the casts from bf16, then the GEMM) takes {ms} against bf16's {ms}; the casts are "
+     "{share} of it. Crossover (the smallest square size from which on fp8 end to end beats bf16 in this document): "
+     "square_{n} or none measured",
+     "stay in bf16 below the crossover size, or fuse the casts into the kernels that produce the operands "
+     "(cast-transpose-amax in one pass) and keep fp8 weight copies across micro-batches"},
     {"input_wait", "details.host.input_wait_s_per_step (data_s_per_step + staging_s_per_step), details.host.step_s",
      0.10, "input wait >= 10% of the profiled step",
      "the {mode} step waits {share} of its time for its input ({data} reading, {staging} staging)",

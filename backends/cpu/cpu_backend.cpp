@@ -5,6 +5,7 @@
 #include "backends/cpu/conversions.hpp"
 #include "backends/cpu/isa.hpp"
 #include "backends/cpu/vector_loops.hpp"
+#include "backends/elementwise.hpp"
 #include "backends/reference/reference_backend.hpp"
 #include "core/error.hpp"
 
@@ -43,6 +44,20 @@ avx2::StreamOp vector_op(StreamKernel kernel) {
     case StreamKernel::dot: break;
   }
   throw std::logic_error("dot is not an element-wise stream kernel");
+}
+
+// Current scaling in two passes over the bf16 source: its amax, then the codes with the scale
+// chosen from it (the scale must be known before the first code).
+bool vector_current_e4m3_cast(CastKind kind, const CastArgs& args) {
+  check_cast_arguments(kind, args);
+  const auto* source = static_cast<const std::uint16_t*>(args.source->data());
+  const std::size_t n = args.source->count();
+  const float amax = avx2::bf16_amax(source, n);
+  const float scale = elem::e4m3_current_scale(amax);
+  *static_cast<float*>(args.amax->data()) = amax;
+  *static_cast<float*>(args.chosen_scale->data()) = scale;
+  avx2::bf16_to_e4m3_scaled(source, static_cast<std::uint8_t*>(args.destination->data()), scale, n);
+  return true;
 }
 
 // False when the vector loops do not apply and the reference's loops should run.
@@ -118,6 +133,7 @@ bool vector_cast(CastKind kind, const CastArgs& args) {
     case CastKind::f16_to_f32: run_cast(avx2::f16_to_f32, kind, args); return true;
     case CastKind::bf16_to_f32: run_cast(avx2::bf16_to_f32, kind, args); return true;
     case CastKind::f32_to_e4m3_scaled: return vector_e4m3_cast(kind, args);
+    case CastKind::bf16_to_e4m3_scaled: return vector_current_e4m3_cast(kind, args);
     case CastKind::f32_to_bf16_stochastic:
       run_cast(stochastic_loop(), kind, args);
       return true;

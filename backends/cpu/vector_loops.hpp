@@ -32,6 +32,10 @@ void bf16_to_f32(const std::uint16_t* source, float* destination, std::size_t n)
 // destination[i] = amp/formats.hpp's f32_to_e4m3_bits(source[i] * scale, true); returns the
 // largest |source[i]|, NaNs left out (the reference's fmax), in the same pass.
 float f32_to_e4m3_scaled(const float* source, std::uint8_t* destination, float scale, std::size_t n);
+// The largest |source[i]| of bf16 values, NaNs left out (as f32_to_e4m3_scaled's amax).
+float bf16_amax(const std::uint16_t* source, std::size_t n);
+// destination[i] = f32_to_e4m3_bits(bf16 source[i] * scale, true).
+void bf16_to_e4m3_scaled(const std::uint16_t* source, std::uint8_t* destination, float scale, std::size_t n);
 // destination[i] = f32_to_bf16_bits_stochastic(source[i], random_word(seed, i)).
 void f32_to_bf16_stochastic(const float* source, std::uint16_t* destination, std::uint64_t seed, std::size_t n);
 // destination[i] = source[i] rounded to fp16 (bf16) and back to fp32; destination may be source.

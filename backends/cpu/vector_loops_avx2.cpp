@@ -270,6 +270,13 @@ float largest(__m256 x) {
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
 
+// max(amax, |x|) per lane of eight bf16 values; NaNs leave the amax alone, as in e4m3_octet.
+__m256 bf16_magnitude_max(const std::uint16_t* x, __m256 amax) {
+  const __m256 value = load8<Bf16>(x);
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(value), _mm256_set1_epi32(0x7FFFFFFF)));
+  return _mm256_max_ps(magnitude, amax);
+}
+
 // ---- fp32 -> bf16 with stochastic rounding -------------------------------------------------------
 // The loop is bound by its count of vector instructions (some 58 per eight elements in the plain
 // form, most of them the counter hash's 64-bit multiplies, three 32 x 32-bit products each), so
@@ -400,6 +407,31 @@ float f32_to_e4m3_scaled(const float* source, std::uint8_t* destination, float s
   const float tail_amax = largest(e4m3_octet(in_tail, out_tail, factor, _mm256_setzero_ps()));
   std::memcpy(destination + done, out_tail, rest);
   return tail_amax > amax ? tail_amax : amax;
+}
+
+float bf16_amax(const std::uint16_t* source, std::size_t n) {
+  const std::size_t octets = n / kLanes;
+  float amax = 0;
+#pragma omp parallel reduction(max : amax) if (octets >= kThreadedOctets)
+  {
+    __m256 local = _mm256_setzero_ps();
+#pragma omp for schedule(static)
+    for (std::size_t v = 0; v < octets; ++v) local = bf16_magnitude_max(source + v * kLanes, local);
+    amax = largest(local);
+  }
+  const std::size_t done = octets * kLanes, rest = n - done;
+  if (rest == 0) return amax;
+  std::uint16_t tail[kLanes] = {};  // zero pads add nothing to the amax
+  std::memcpy(tail, source + done, rest * sizeof tail[0]);
+  const float tail_amax = largest(bf16_magnitude_max(tail, _mm256_setzero_ps()));
+  return tail_amax > amax ? tail_amax : amax;
+}
+
+void bf16_to_e4m3_scaled(const std::uint16_t* source, std::uint8_t* destination, float scale, std::size_t n) {
+  const __m256 factor = _mm256_set1_ps(scale);
+  map_octets(source, destination, n, [factor](const std::uint16_t* x, std::uint8_t* y) {
+    store_bytes(y, e4m3_saturated(_mm256_mul_ps(load8<Bf16>(x), factor)));
+  });
 }
 
 void f32_to_bf16_stochastic(const float* source, std::uint16_t* destination, std::uint64_t seed, std::size_t n) {

@@ -199,6 +199,11 @@ void CudaBackend::cast(CastKind kind, const CastArgs& args) {
       kernels::amax(launcher, x, static_cast<float*>(args.amax->data()), n);
       return kernels::f32_to_e4m3_scaled(launcher, x, static_cast<const float*>(args.scale->data()),
                                          static_cast<std::uint8_t*>(destination.data()), n);
+    case CastKind::bf16_to_e4m3_scaled:
+      return kernels::bf16_to_e4m3_current(launcher, static_cast<const std::uint16_t*>(source.data()),
+                                           static_cast<float*>(args.amax->data()),
+                                           static_cast<float*>(args.chosen_scale->data()),
+                                           static_cast<std::uint8_t*>(destination.data()), n);
     case CastKind::f32_to_bf16_stochastic:
       return kernels::f32_to_bf16_stochastic(launcher, x, args.seed, static_cast<std::uint16_t*>(destination.data()),
                                              n);

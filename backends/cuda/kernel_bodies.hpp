@@ -117,16 +117,17 @@ MPB_HD float dot_partial(std::size_t thread, std::size_t threads, std::size_t n,
   return sum;
 }
 
-// This thread's max |x[i]|, never below 0. NaNs are skipped (fmaxf), as the reference does.
-template <int N>
-MPB_HD float amax_partial(std::size_t thread, std::size_t threads, std::size_t n, const float* x) {
+// This thread's max |x[i]| of fp32 or bf16 x, never below 0. NaNs are skipped (fmaxf), as the
+// reference does.
+template <int N, typename T>
+MPB_HD float amax_partial(std::size_t thread, std::size_t threads, std::size_t n, const T* x) {
   float amax = 0.0f;
   const std::size_t packs = n / N;
   for (std::size_t p = thread; p < packs; p += threads) {
-    const Pack<float, N> v = load_pack<N>(x, p);
-    for (int j = 0; j < N; ++j) amax = fmaxf(amax, fabsf(v.value[j]));
+    const Pack<T, N> v = load_pack<N>(x, p);
+    for (int j = 0; j < N; ++j) amax = fmaxf(amax, fabsf(elem::load(v.value[j])));
   }
-  for (std::size_t i = packs * N + thread; i < n; i += threads) amax = fmaxf(amax, fabsf(x[i]));
+  for (std::size_t i = packs * N + thread; i < n; i += threads) amax = fmaxf(amax, fabsf(elem::load(x[i])));
   return amax;
 }
 
@@ -177,6 +178,11 @@ struct Convert {
 struct ScaledE4m3 {
   float scale;
   MPB_HD e4m3_bits operator()(float x, std::size_t) const { return {elem::f32_to_e4m3_scaled(x, scale)}; }
+};
+
+struct ScaledBf16E4m3 {
+  float scale;
+  MPB_HD e4m3_bits operator()(elem::bf16_bits x, std::size_t) const { return {elem::bf16_to_e4m3_scaled(x, scale)}; }
 };
 
 // The random word of element i depends on its index in the whole buffer, not on the thread.

@@ -66,10 +66,10 @@ __global__ void __launch_bounds__(kBlockThreads) dot_kernel(std::size_t n, const
   if (threadIdx.x == 0) atomicAdd(sum, block_sum);
 }
 
-// *amax = max(*amax, |x[i]|): 4 bytes per element. Non-negative floats order like their bit
+// *amax = max(*amax, |x[i]|): sizeof(T) bytes per element. Non-negative floats order like their bit
 // patterns, so an integer atomicMax on the bits is a float max.
-template <int N>
-__global__ void __launch_bounds__(kBlockThreads) amax_kernel(std::size_t n, const float* x, float* amax) {
+template <int N, typename T = float>
+__global__ void __launch_bounds__(kBlockThreads) amax_kernel(std::size_t n, const T* x, float* amax) {
   const float block_max = block_reduce(body::amax_partial<N>(global_thread(), grid_threads(), n, x), MaxOp{});
   if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned int*>(amax), __float_as_uint(block_max));
 }
@@ -79,6 +79,17 @@ template <int N>
 __global__ void __launch_bounds__(kBlockThreads) scaled_e4m3_kernel(std::size_t n, const float* x,
                                                                     const float* scale, body::e4m3_bits* out) {
   body::map_elements<N>(global_thread(), grid_threads(), n, x, out, body::ScaledE4m3{*scale});
+}
+
+// out[i] = e4m3(x[i] * scale), the scale chosen from *amax (written by the amax kernel before this
+// launch on the same stream) and stored once for the GEMM: 2 + 1 bytes per element.
+template <int N>
+__global__ void __launch_bounds__(kBlockThreads) current_e4m3_kernel(std::size_t n, const elem::bf16_bits* x,
+                                                                     const float* amax, float* scale,
+                                                                     body::e4m3_bits* out) {
+  const float chosen = elem::e4m3_current_scale(*amax);
+  if (global_thread() == 0) *scale = chosen;
+  body::map_elements<N>(global_thread(), grid_threads(), n, x, out, body::ScaledBf16E4m3{chosen});
 }
 
 // Calls f with a value of the storage type of `dtype`, one of the three stream/cast float types.
@@ -233,6 +244,20 @@ void f32_to_e4m3_scaled(Launcher& launcher, const float* x, const float* scale, 
   constexpr int N = body::pack_elements<float, body::e4m3_bits>();
   launch(launcher, "f32_to_e4m3_scaled", scaled_e4m3_kernel<N>, n / N + 1, n, x, scale,
          reinterpret_cast<body::e4m3_bits*>(out));
+}
+
+// The scale is written even for an empty tensor (1, as the reference writes it), so the second
+// launch is unconditional.
+void bf16_to_e4m3_current(Launcher& launcher, const std::uint16_t* x, float* amax, float* scale, std::uint8_t* out,
+                          std::size_t n) {
+  check(cudaMemsetAsync(amax, 0, sizeof(float), launcher.stream()), "cudaMemsetAsync (bf16 amax)");
+  const auto* bits = reinterpret_cast<const elem::bf16_bits*>(x);
+  constexpr int kAmaxPack = pack_of<elem::bf16_bits>();
+  if (n > 0)
+    launch(launcher, "bf16_amax", amax_kernel<kAmaxPack, elem::bf16_bits>, n / kAmaxPack + 1, n, bits, amax);
+  constexpr int kCastPack = body::pack_elements<elem::bf16_bits, body::e4m3_bits>();
+  launch(launcher, "bf16_to_e4m3_scaled", current_e4m3_kernel<kCastPack>, n / kCastPack + 1, n, bits,
+         static_cast<const float*>(amax), scale, reinterpret_cast<body::e4m3_bits*>(out));
 }
 
 void f32_to_bf16_stochastic(Launcher& launcher, const float* x, std::uint64_t seed, std::uint16_t* out,

@@ -55,6 +55,11 @@ void convert(Launcher& launcher, DType from, DType to, const void* in, void* out
 void amax(Launcher& launcher, const float* x, float* result, std::size_t n);
 // out[i] = e4m3(x[i] * *scale), saturating; the scale stays on the device.
 void f32_to_e4m3_scaled(Launcher& launcher, const float* x, const float* scale, std::uint8_t* out, std::size_t n);
+// Current scaling of bf16 x in two launches on the stream, no host sync: *amax = max |x[i]| (zeroed
+// first, NaNs left out), then *scale = elem::e4m3_current_scale(*amax) and out[i] = e4m3(x[i] * *scale),
+// saturating. amax and scale are two buffers.
+void bf16_to_e4m3_current(Launcher& launcher, const std::uint16_t* x, float* amax, float* scale, std::uint8_t* out,
+                          std::size_t n);
 void f32_to_bf16_stochastic(Launcher& launcher, const float* x, std::uint64_t seed, std::uint16_t* out,
                             std::size_t n);
 

@@ -237,6 +237,22 @@ void ReferenceBackend::cast(CastKind kind, const CastArgs& args) {
       host::for_each_index(n, parallel_loops_, [&](std::size_t i) { out[i] = elem::f32_to_e4m3_scaled(x[i], scale); });
       return;
     }
+    case CastKind::bf16_to_e4m3_scaled: {
+      // As f32_to_e4m3_scaled's amax (NaNs left out), then the scale from it, then the codes.
+      const auto* bits = static_cast<const elem::bf16_bits*>(src.data());
+      float amax = 0;
+#pragma omp parallel for reduction(max : amax) if (parallel_loops_)
+      for (std::size_t i = 0; i < n; ++i) {
+        const float magnitude = std::fabs(elem::load(bits[i]));
+        if (magnitude > amax) amax = magnitude;
+      }
+      const float scale = elem::e4m3_current_scale(amax);
+      *static_cast<float*>(args.amax->data()) = amax;
+      *static_cast<float*>(args.chosen_scale->data()) = scale;
+      auto* out = static_cast<std::uint8_t*>(dst.data());
+      host::for_each_index(n, parallel_loops_, [&](std::size_t i) { out[i] = elem::bf16_to_e4m3_scaled(bits[i], scale); });
+      return;
+    }
     case CastKind::f32_to_bf16_stochastic: {
       auto* out = static_cast<std::uint16_t*>(dst.data());
       host::for_each_index(n, parallel_loops_, [&](std::size_t i) {

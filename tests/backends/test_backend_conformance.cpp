@@ -149,6 +149,43 @@ TEST_P(CastConformance, EveryCastMatchesTheReferenceBitForBit) {
   }
 }
 
+// Current scaling over the same wide range: the amax, the scale chosen from it and every code.
+TEST_P(CastConformance, CurrentScaledBf16CastMatchesTheReferenceBitForBit) {
+  for (std::size_t n : {std::size_t{70001}, std::size_t{13}}) {
+    SCOPED_TRACE(n);
+    DeviceBuffer src = backend_->allocate(DType::bf16, n), dst = backend_->allocate(DType::e4m3, n);
+    DeviceBuffer amax = backend_->allocate(DType::f32, 1), scale = backend_->allocate(DType::f32, 1);
+    DeviceBuffer rsrc = oracle_.allocate(DType::bf16, n), rdst = oracle_.allocate(DType::e4m3, n);
+    DeviceBuffer ramax = oracle_.allocate(DType::f32, 1), rscale = oracle_.allocate(DType::f32, 1);
+    backend_->fill_uniform(src, 32, -1e5f, 1e5f);
+    oracle_.fill_uniform(rsrc, 32, -1e5f, 1e5f);
+    backend_->cast(CastKind::bf16_to_e4m3_scaled, {&src, &dst, nullptr, &amax, 0, &scale});
+    backend_->synchronize();
+    oracle_.cast(CastKind::bf16_to_e4m3_scaled, {&rsrc, &rdst, nullptr, &ramax, 0, &rscale});
+    const auto got = bytes_of(dst);
+    ASSERT_EQ(std::memcmp(got.data(), rdst.data(), rdst.bytes()), 0);
+    float got_amax = 0, got_scale = 0;
+    backend_->download(&got_amax, amax, sizeof got_amax);
+    backend_->download(&got_scale, scale, sizeof got_scale);
+    EXPECT_EQ(got_amax, *static_cast<float*>(ramax.data()));
+    EXPECT_EQ(got_scale, *static_cast<float*>(rscale.data()));
+    EXPECT_EQ(got_scale, 448.0f / got_amax);
+  }
+}
+
+TEST_P(CastConformance, CurrentScaledBf16CastRefusesAnInputScaleAndOneBufferForTwo) {
+  DeviceBuffer src = backend_->allocate(DType::bf16, 64), dst = backend_->allocate(DType::e4m3, 64);
+  DeviceBuffer amax = backend_->allocate(DType::f32, 1), scale = backend_->allocate(DType::f32, 1);
+  DeviceBuffer wide = backend_->allocate(DType::f32, 64);
+  const CastKind kind = CastKind::bf16_to_e4m3_scaled;
+  EXPECT_THROW(backend_->cast(kind, {&src, &dst, &scale, &amax, 0, &scale}), UsageError);   // an input scale
+  EXPECT_THROW(backend_->cast(kind, {&src, &dst, nullptr, &amax, 0, nullptr}), UsageError);  // nowhere to put it
+  EXPECT_THROW(backend_->cast(kind, {&src, &dst, nullptr, &amax, 0, &amax}), UsageError);    // one buffer for two
+  EXPECT_THROW(backend_->cast(kind, {&wide, &dst, nullptr, &amax, 0, &scale}), UsageError);  // an fp32 source
+  EXPECT_NO_THROW(backend_->cast(kind, {&src, &dst, nullptr, &amax, 0, &scale}));
+  backend_->synchronize();
+}
+
 class MemoryConformance : public OnEveryBackend {};
 
 TEST_P(MemoryConformance, FillIsTheSameOnEveryBackend) {

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -462,6 +464,120 @@ TEST_F(CpuElementLoops, E4m3ScaleAndAmaxInOneBufferGiveTheReferencesBits) {
   }
   EXPECT_EQ(codes[0], codes[1]);
   EXPECT_EQ(codes[1][3], num::f32_to_e4m3_bits(100.0f * 100.0f, true)) << "scaled by the amax written first";
+}
+
+// ---- bf16 -> e4m3 with current scaling ----------------------------------------------------------
+
+struct CurrentScaled {
+  std::vector<std::uint8_t> codes;
+  float amax, scale;
+};
+
+CurrentScaled current_scaled_on(Backend& backend, const std::vector<std::uint16_t>& source) {
+  const DeviceBuffer src = upload(backend, DType::bf16, source);
+  DeviceBuffer dst = backend.allocate(DType::e4m3, source.size());
+  DeviceBuffer amax = backend.allocate(DType::f32, 1), scale = backend.allocate(DType::f32, 1);
+  backend.fill_uniform(amax, 7, 100.0f, 200.0f);  // stale values that must be overwritten
+  backend.fill_uniform(scale, 8, 100.0f, 200.0f);
+  backend.cast(CastKind::bf16_to_e4m3_scaled, {&src, &dst, nullptr, &amax, 0, &scale});
+  return {download<std::uint8_t>(backend, dst), download<float>(backend, amax)[0], download<float>(backend, scale)[0]};
+}
+
+// The recipe written out element by element: the largest finite-or-infinite |x| (NaNs left out),
+// 448 / amax where that is usable (1 where the amax is 0 or inf, the largest float where the
+// quotient overflows), then formats.hpp's saturating e4m3 of x * scale.
+CurrentScaled current_scaled_by_hand(const std::vector<std::uint16_t>& source) {
+  const auto value = [](std::uint16_t b) { return std::bit_cast<float>(std::uint32_t{b} << 16); };
+  float amax = 0;
+  for (std::uint16_t b : source)
+    if (!std::isnan(value(b))) amax = std::max(amax, std::fabs(value(b)));
+  float scale = 1.0f;
+  if (amax > 0 && std::isfinite(amax)) scale = std::isfinite(448.0f / amax) ? 448.0f / amax : FLT_MAX;
+  CurrentScaled out{{}, amax, scale};
+  for (std::uint16_t b : source) out.codes.push_back(num::f32_to_e4m3_bits(value(b) * scale, true));
+  return out;
+}
+
+std::string first_difference(const CurrentScaled& got, const CurrentScaled& want) {
+  if (bits_of(got.amax) != bits_of(want.amax))
+    return fmt::format("amax bits {:#x}, by hand {:#x}", bits_of(got.amax), bits_of(want.amax));
+  if (bits_of(got.scale) != bits_of(want.scale))
+    return fmt::format("scale bits {:#x}, by hand {:#x}", bits_of(got.scale), bits_of(want.scale));
+  for (std::size_t i = 0; i < want.codes.size(); ++i)
+    if (got.codes[i] != want.codes[i])
+      return fmt::format("element {}: code {:#x}, by hand {:#x}", i, got.codes[i], want.codes[i]);
+  return "";
+}
+
+// Finite bf16 values of random sign and mantissa with exponents over 60 binades around 1 (so the
+// chosen scale moves values across e4m3's normals, subnormals and flush to zero), n elements.
+std::vector<std::uint16_t> random_bf16(std::uint64_t seed, std::size_t n) {
+  std::vector<std::uint16_t> bits(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t word = mix64(seed, i);
+    const auto exponent = static_cast<std::uint16_t>(97 + word % 60);
+    bits[i] = static_cast<std::uint16_t>(((word >> 8) & 0x8000u) | (exponent << 7) | ((word >> 20) & 0x7Fu));
+  }
+  return bits;
+}
+
+// Both the CPU backend's vector loops and the reference's loops against the recipe by hand.
+void expect_current_scaled_by_hand(Backend& cpu, Backend& oracle, const std::vector<std::uint16_t>& source) {
+  const CurrentScaled want = current_scaled_by_hand(source);
+  EXPECT_EQ(first_difference(current_scaled_on(cpu, source), want), "") << "CPU backend";
+  EXPECT_EQ(first_difference(current_scaled_on(oracle, source), want), "") << "reference";
+}
+
+// Lengths around the octets and the threaded loops' start (4096 octets), none a multiple of 8
+// but 65536; a fresh seed each run.
+TEST_F(CpuElementLoops, CurrentScaledBf16CastMatchesTheRecipeOnRandomValuesOfEveryTail) {
+  const std::uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (std::size_t n : {1, 7, 9, 15, 1001, 32767, 32769, 65536, 70001}) {
+    SCOPED_TRACE(fmt::format("n {}", n));
+    expect_current_scaled_by_hand(*cpu_, oracle_, random_bf16(seed + n, n));
+  }
+}
+
+// NaNs (quiet, signalling, negative) take no part in the amax and stay NaN; zeros and bf16
+// subnormals give zero codes or e4m3 subnormals; the largest magnitude becomes +-448.
+TEST_F(CpuElementLoops, CurrentScaledBf16CastLeavesNansOutOfTheAmax) {
+  auto source = random_bf16(::testing::UnitTest::GetInstance()->random_seed(), 40003);
+  source[5] = 0x7FC0;      // NaN
+  source[40000] = 0x7F81;  // signalling NaN
+  source[33333] = 0xFFC1;  // -NaN
+  source[17] = 0x0000;
+  source[18] = 0x8000;     // -0
+  source[19] = 0x0001;     // the smallest bf16 subnormal
+  source[20] = 0xCF00;     // -2^31, above every random value (below 2^30): the amax
+  const CurrentScaled got = current_scaled_on(*cpu_, source);
+  EXPECT_EQ(got.amax, 0x1p31f);
+  EXPECT_EQ(got.scale, 0x7p-25f) << "448 / 2^31";
+  EXPECT_EQ(got.codes[20], 0xFE) << "the amax scales to -448";
+  EXPECT_EQ(got.codes[5] & 0x7F, 0x7F);
+  EXPECT_EQ(got.codes[33333], 0xFF) << "-NaN keeps its sign";
+  EXPECT_EQ(got.codes[18], 0x80) << "-0 keeps its sign";
+  expect_current_scaled_by_hand(*cpu_, oracle_, source);
+}
+
+// The amax rules: all zeros or an infinity leave the scale at 1 (inf saturates to 448); a tensor
+// of bf16 subnormals has a scale past fp32's range, which becomes the largest float.
+TEST_F(CpuElementLoops, CurrentScaledBf16CastScaleRulesAtZeroInfAndTinyAmax) {
+  const std::vector<std::uint16_t> zeros(37, 0x0000), subnormals(37, 0x0003);
+  const std::vector<std::uint16_t> with_inf = [] {
+    auto values = random_bf16(3, 37);
+    values[11] = 0xFF80;  // -inf
+    return values;
+  }();
+  const CurrentScaled zero = current_scaled_on(*cpu_, zeros), inf = current_scaled_on(*cpu_, with_inf);
+  const CurrentScaled tiny = current_scaled_on(*cpu_, subnormals);
+  EXPECT_EQ(zero.amax, 0.0f);
+  EXPECT_EQ(zero.scale, 1.0f);
+  EXPECT_EQ(inf.amax, INFINITY);
+  EXPECT_EQ(inf.scale, 1.0f);
+  EXPECT_EQ(inf.codes[11], 0xFE) << "-inf saturates to -448";
+  EXPECT_EQ(tiny.scale, FLT_MAX);
+  for (const auto* source : {&zeros, &with_inf, &subnormals}) expect_current_scaled_by_hand(*cpu_, oracle_, *source);
 }
 
 std::vector<std::uint16_t> stochastic_on(Backend& backend, const std::vector<float>& source, std::uint64_t seed) {

@@ -344,6 +344,25 @@ TEST(CudaKernelBodies, CastsMatchTheFormatsHeaderBitForBit) {
     check_cast_body(bf, from_bf16, body::Convert<elem::bf16_bits, float>{});
     check_cast_body(x, to_e4m3, body::ScaledE4m3{scale});
     check_cast_body(x, stochastic, body::StochasticBf16{seed});
+    std::vector<body::e4m3_bits> bf16_to_e4m3(n);
+    for (std::size_t i = 0; i < n; ++i) bf16_to_e4m3[i] = {num::f32_to_e4m3_bits(from_bf16[i] * scale, true)};
+    check_cast_body(bf, bf16_to_e4m3, body::ScaledBf16E4m3{scale});
+  }
+}
+
+// The bf16 amax of the current-scaling cast: every element once, NaNs skipped, on packs of 8.
+TEST(CudaKernelBodies, Bf16AmaxPartialsCoverEveryElementOnce) {
+  for (std::size_t n : kSizes) {
+    std::vector<elem::bf16_bits> x = filled<elem::bf16_bits>(n, 5);
+    if (n > 2) x[n / 2] = {0x7FC0};  // NaN
+    float exact_amax = 0;
+    for (const auto& v : x)
+      if (!std::isnan(elem::load(v))) exact_amax = std::max(exact_amax, std::fabs(elem::load(v)));
+    for (std::size_t threads : kThreadCounts) {
+      float amax = 0;
+      for (std::size_t t = 0; t < threads; ++t) amax = std::max(amax, body::amax_partial<8>(t, threads, n, x.data()));
+      EXPECT_EQ(amax, exact_amax) << "n=" << n << " threads=" << threads;
+    }
   }
 }
 

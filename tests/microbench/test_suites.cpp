@@ -146,9 +146,10 @@ TEST(BandwidthSuite, SweepStopsWhereThreeArraysWouldTakeHalfTheMemory) {
 }
 
 // What the microbenchmark suites plan, counted (not timed): the cases that will be measured, the
+// sampler runs they take (an fp8-e4m3 gemm case three: the GEMM, its casts, both end to end), the
 // FLOPs and bytes of one launch of each.
 struct PlannedWork {
-  int cases = 0;
+  int cases = 0, samplings = 0;
   double flops = 0, bytes = 0;
 };
 
@@ -161,6 +162,7 @@ PlannedWork planned_work(Backend& backend, bool quick) {
     for (const auto& c : suite.cases(backend, options)) {
       if (c.skip_reason) continue;
       ++work.cases;
+      work.samplings += c.suite == "gemm" && c.precision == "fp8-e4m3" ? 3 : 1;
       work.flops += c.params.value("flops", 0.0);
       work.bytes += c.params.value("bytes", 0.0);
     }
@@ -171,9 +173,10 @@ PlannedWork planned_work(Backend& backend, bool quick) {
 TEST(QuickPlan, IsSmallOnACpu) {
   auto cpu = cpu::make_backend();
   const PlannedWork quick = planned_work(*cpu, true), standard = planned_work(*cpu, false);
-  // The sampler stops a case at its timeout (with 3 samples in): the cases' sampling budget
-  // together, of a quick run's 90 s on 2 cores.
-  EXPECT_LE(quick.cases * SamplerConfig::quick().timeout_s, 25.0) << quick.cases << " cases";
+  // The sampler stops a run at its timeout (with 3 samples in): the cases' sampling budget
+  // together, of a quick run's 90 s on 2 cores (30 s since the fp8 gemm cases' casts and end-to-end
+  // runs, 22 of them on a CPU, were added to the 23 s the other cases take).
+  EXPECT_LE(quick.samplings * SamplerConfig::quick().timeout_s, 30.0) << quick.samplings << " sampler runs";
   EXPECT_LE(quick.cases, standard.cases * 3 / 5);
   EXPECT_LE(quick.flops, 1.5e11);  // one launch of every GEMM; a case runs about 7
   EXPECT_LE(quick.flops, standard.flops / 6);
@@ -262,10 +265,53 @@ TEST(BandwidthSuite, AFilteredRunReleasesItsArraysWithTheCases) {
 
 TEST(CastSuite, Fp8CastCountsItsAmaxPass) {
   auto cpu = cpu::make_backend();
-  for (const auto& c : cases_of("cast", *cpu))
-    if (c.params["kernel"] == "f32_to_e4m3_scaled") {
-      EXPECT_DOUBLE_EQ(c.params["bytes"].get<double>(), 9.0 * c.params["elements"].get<double>());
+  int fp8_casts = 0;
+  for (const auto& c : cases_of("cast", *cpu)) {
+    // Per element: the input read twice (4 or 2 bytes), one byte written.
+    const double per_element = c.params["kernel"] == "f32_to_e4m3_scaled"    ? 9.0
+                               : c.params["kernel"] == "bf16_to_e4m3_scaled" ? 5.0
+                                                                              : 0.0;
+    if (per_element == 0) continue;
+    EXPECT_DOUBLE_EQ(c.params["bytes"].get<double>(), per_element * c.params["elements"].get<double>());
+    EXPECT_EQ(c.precision, "fp8-e4m3");
+    ++fp8_casts;
+  }
+  EXPECT_EQ(fp8_casts, 2);
+}
+
+// Each fp8-e4m3 case also measures the current-scaling casts of bf16 A and B, alone and then with
+// the GEMM: a share of the end-to-end time strictly between 0 and 1, and an end-to-end rate below
+// the GEMM's, both from the shape's flops. Other precisions have no such record.
+TEST(GemmSuite, Fp8CasesMeasureTheirCastsFromBf16) {
+  auto cpu = cpu::make_backend();
+  std::vector<CaseSpec> chosen;
+  for (auto& c : cases_of("gemm", *cpu, {true, {"fp8-e4m3", "bf16"}, {}}))
+    if (c.name == "square_256") chosen.push_back(c);
+  ASSERT_EQ(chosen.size(), 2u);
+  SamplerConfig quick = SamplerConfig::quick();
+  quick.timeout_s = 1;
+  const RunOutcome outcome = run_cases(*cpu, chosen, quick, {}, nullptr);
+  ASSERT_EQ(outcome.cases.size(), 2u);
+  for (const CaseResult& c : outcome.cases) {
+    ASSERT_EQ(c.status, CaseStatus::ok) << c.message;
+    if (c.precision != "fp8-e4m3") {
+      EXPECT_FALSE(c.details.contains("quantize")) << c.precision;
+      EXPECT_FALSE(c.rates.contains("tflops_end_to_end")) << c.precision;
+      continue;
     }
+    const auto& q = c.details["quantize"];
+    const double flops = 2.0 * 256 * 256 * 256, end_to_end = q["end_to_end_seconds"].get<double>();
+    EXPECT_GT(q["seconds"].get<double>(), 0);
+    EXPECT_EQ(q["gemm_seconds"].get<double>(), c.seconds->median);
+    EXPECT_DOUBLE_EQ(q["share"].get<double>(), q["seconds"].get<double>() / end_to_end);
+    // Not below 1, nor the end-to-end rate below the GEMM's: medians of separate samplings, which
+    // the noise of a shared machine can put either way (a timing, not a property).
+    EXPECT_GT(q["share"].get<double>(), 0);
+    EXPECT_EQ(q["from"], "bf16");
+    EXPECT_EQ(q["recipe"], "current scaling, per tensor");
+    EXPECT_DOUBLE_EQ(c.rates["tflops_end_to_end"].get<double>(), flops / end_to_end / 1e12);
+    EXPECT_DOUBLE_EQ(c.rates["tflops"].get<double>(), flops / c.seconds->median / 1e12) << "the GEMM alone";
+  }
 }
 
 TEST(PercentOfCopy, UsesTheCopyOfTheSameSize) {

@@ -1,9 +1,13 @@
 // explain's fp8 rules (profiler/fp8_rules.cpp): the quantization share of the timed steps and the
-// values clamped per operand kind, each at its table threshold, silent without details.fp8.
+// values clamped per operand kind, each at its table threshold, silent without details.fp8; and
+// the gemm suite's fp8-e4m3 cases slower end to end than bf16, with the document's crossover.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "core/result.hpp"
 #include "profiler/explain.hpp"
@@ -104,6 +108,136 @@ TEST(Fp8Rules, SilentWithoutDetailsFp8) {
   const auto o = explained(training_case("fp8-delayed", 0.1, 2, older));
   EXPECT_FALSE(fired(o, "fp8_quantization_share"));
   EXPECT_TRUE(fired(o, "fp8_saturation"));
+}
+
+// ---- fp8_gemm_below_crossover ---------------------------------------------------------------------
+
+json statistics(double s) {
+  return {{"median", s}, {"min", s}, {"max", s}, {"mean", s}, {"stddev", 0.0}, {"samples", 5}};
+}
+
+// A gemm case of an n x n x n square (group "square") or of another group.
+json gemm_case(const std::string& name, const std::string& group, double n, const std::string& precision, double s,
+               json details) {
+  const double flops = 2 * n * n * n;
+  return {{"suite", "gemm"}, {"name", name}, {"backend", "cpu"}, {"precision", precision},
+          {"params", {{"group", group}, {"m", n}, {"n", n}, {"k", n}, {"batch", 1}, {"flops", flops}}},
+          {"status", "ok"}, {"message", ""}, {"metrics", {{"seconds", statistics(s)}}},
+          {"rates", {{"tflops", flops / s / 1e12}}}, {"details", std::move(details)}};
+}
+
+// details.quantize as the gemm suite records it, for a GEMM of gemm_s and casts of quantize_s.
+json quantize_details(double gemm_s, double quantize_s) {
+  const double end_to_end = gemm_s + quantize_s;
+  return {{"quantize", {{"seconds", quantize_s}, {"gemm_seconds", gemm_s}, {"end_to_end_seconds", end_to_end},
+                        {"share", quantize_s / end_to_end}, {"from", "bf16"},
+                        {"recipe", "current scaling, per tensor"}}}};
+}
+
+struct Square {
+  double n, bf16_s, fp8_gemm_s, quantize_s;
+};
+
+// The bf16 and fp8-e4m3 cases of each square, plus `extra` cases, explained against bf16 (a bf16
+// case of its own shape is always there, as explain needs one of the baseline).
+Explanation explained_gemms(const std::vector<Square>& squares, json extra = json::array()) {
+  json cases = std::move(extra);
+  cases.push_back(gemm_case("custom_64x64x64x1", "custom", 64, "bf16", 1e-4, json::object()));
+  for (const Square& q : squares) {
+    const std::string name = fmt::format("square_{:.0f}", q.n);
+    cases.push_back(gemm_case(name, "square", q.n, "bf16", q.bf16_s, json::object()));
+    cases.push_back(gemm_case(name, "square", q.n, "fp8-e4m3", q.fp8_gemm_s, quantize_details(q.fp8_gemm_s, q.quantize_s)));
+  }
+  return explain(ResultDocument::from_json({{"schema", kResultSchema}, {"created", "2026-12-07T00:00:00Z"},
+                                            {"env", json::object()}, {"run", {{"device", "cpu"}}},
+                                            {"speedups", json::array()}, {"cases", std::move(cases)}}),
+                 "bf16");
+}
+
+const Finding* fired_on(const Explanation& e, const std::string& id, const std::string& rule) {
+  for (const auto& c : e.cases)
+    if (c.id == id)
+      for (const auto& f : c.findings)
+        if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+const char* kCrossover = "fp8_gemm_below_crossover";
+
+// Random sizes' times: below the crossover fp8's GEMM is faster than bf16's but its casts make it
+// slower end to end; from the crossover on it wins end to end. The finding is on the losing sizes
+// only, with both times and the crossover.
+TEST(Fp8GemmRules, SlowerEndToEndThanBf16NamesBothTimesAndTheCrossover) {
+  std::mt19937_64 random(std::random_device{}());
+  std::uniform_real_distribution<double> between(0.1, 0.9);
+  std::vector<Square> squares;
+  const int crossover_at = std::uniform_int_distribution<int>(1, 3)(random);  // of sizes 0..3
+  for (int i = 0; i < 4; ++i) {
+    const double bf16_s = 1e-3 * (1 << (3 * i)) * (1 + between(random));
+    const double gemm_s = bf16_s * between(random);  // fp8's GEMM alone always wins
+    const double slack = bf16_s - gemm_s;
+    // Casts of more than the GEMM's gain below the crossover, of less from it on.
+    const double quantize_s = i < crossover_at ? slack * (1.1 + between(random)) : slack * between(random);
+    squares.push_back({256.0 * (1 << i), bf16_s, gemm_s, quantize_s});
+  }
+  const Explanation e = explained_gemms(squares);
+  const std::string want = fmt::format("square_{:.0f}", squares[crossover_at].n);
+  for (int i = 0; i < 4; ++i) {
+    const Square& q = squares[i];
+    const Finding* f = fired_on(e, fmt::format("gemm/square_{:.0f}/cpu/fp8-e4m3", q.n), kCrossover);
+    SCOPED_TRACE(q.n);
+    if (i >= crossover_at) {
+      EXPECT_FALSE(f) << "fp8 wins end to end here";
+      continue;
+    }
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->severity, "warning");
+    EXPECT_DOUBLE_EQ(f->evidence["end_to_end_s"].get<double>(), q.fp8_gemm_s + q.quantize_s);
+    EXPECT_DOUBLE_EQ(f->evidence["bf16_s"].get<double>(), q.bf16_s);
+    EXPECT_EQ(f->evidence["crossover_square_n"].get<double>(), squares[crossover_at].n);
+    EXPECT_NE(f->message.find(want), std::string::npos) << f->message;
+  }
+  for (const auto& c : e.cases) {
+    if (c.precision != "bf16") continue;
+    EXPECT_FALSE(fired_on(e, c.id, kCrossover)) << c.id;
+  }
+}
+
+// The crossover is where fp8 wins at that size and every larger one: a win below a loss does not
+// count, and a loss at the largest size leaves none. A non-square shape gets the finding but no say
+// in the crossover.
+TEST(Fp8GemmRules, CrossoverNeedsEveryLargerSizeToWin) {
+  const Square lose256{256, 1.0, 0.5, 0.6}, win512{512, 1.0, 0.5, 0.1}, lose1024{1024, 1.0, 0.5, 0.7},
+      win2048{2048, 1.0, 0.5, 0.2};
+  const json gpt2 = json::array({gemm_case("gpt2-124m/fc", "gpt2", 768, "bf16", 1.0, json::object()),
+                                 gemm_case("gpt2-124m/fc", "gpt2", 768, "fp8-e4m3", 0.9, quantize_details(0.9, 0.9))});
+  const Explanation e = explained_gemms({lose256, win512, lose1024, win2048}, gpt2);
+  const Finding* small = fired_on(e, "gemm/square_256/cpu/fp8-e4m3", kCrossover);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->evidence["crossover_square_n"].get<double>(), 2048);
+  EXPECT_TRUE(fired_on(e, "gemm/square_1024/cpu/fp8-e4m3", kCrossover));
+  const Finding* fc = fired_on(e, "gemm/gpt2-124m/fc/cpu/fp8-e4m3", kCrossover);
+  ASSERT_TRUE(fc);
+  EXPECT_EQ(fc->evidence["square_sizes"].size(), 4u);
+  const Explanation largest_loses = explained_gemms({win512, lose1024});
+  const Finding* none = fired_on(largest_loses, "gemm/square_1024/cpu/fp8-e4m3", kCrossover);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->evidence["crossover_square_n"], std::string("none measured"));
+  EXPECT_NE(none->message.find("none measured"), std::string::npos) << none->message;
+}
+
+// Without the same shape's bf16 case, or without details.quantize (documents from before the
+// end-to-end measurement), there is nothing to compare.
+TEST(Fp8GemmRules, SilentWithoutABf16TwinOrDetailsQuantize) {
+  const json lone = json::array({gemm_case("square_256", "square", 256, "fp8-e4m3", 1.0, quantize_details(1.0, 5.0))});
+  const Explanation no_twin = explained_gemms({}, lone);
+  ASSERT_TRUE(std::any_of(no_twin.cases.begin(), no_twin.cases.end(),
+                          [](const CaseExplanation& c) { return c.id == "gemm/square_256/cpu/fp8-e4m3"; }));
+  EXPECT_FALSE(fired_on(no_twin, "gemm/square_256/cpu/fp8-e4m3", kCrossover));
+  const json older = json::array({gemm_case("square_256", "square", 256, "bf16", 0.1, json::object()),
+                                  gemm_case("square_256", "square", 256, "fp8-e4m3", 1.0, json::object())});
+  const Explanation before = explained_gemms({}, older);
+  EXPECT_FALSE(fired_on(before, "gemm/square_256/cpu/fp8-e4m3", kCrossover));
 }
 
 }  // namespace
