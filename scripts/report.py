@@ -534,8 +534,9 @@ class Plot:
     figure: object
     points: list = field(default_factory=list)  # {"series", "x", "y", "case"}
 
-    def add(self, series: str, x, y, case: str | None = None, spread: tuple | None = None, runs: int = 1):
-        point = {"series": series, "x": x, "y": y, "case": case}
+    def add(self, series: str, x, y, case: str | None = None, spread: tuple | None = None, runs: int = 1,
+            **extra):
+        point = {"series": series, "x": x, "y": y, "case": case, **extra}
         if runs > 1:
             point.update(low=spread[0], high=spread[1], runs=runs)
         self.points.append(point)
@@ -773,6 +774,149 @@ def plot_alignment(m: Machine) -> Plot | None:
     finish(plot, ax, dim, "TFLOP/s")
     note_not_run(plot, m, "gemm")
     return plot
+
+
+def fp8_pairs(m: Machine) -> list[dict]:
+    """Per square size, the ok fp8-e4m3 case measured end to end and the ok bf16 case of the same
+    name and backend (what explain's crossover compares), smallest size first."""
+    square = [c for c in m.ok("gemm") if gemm_group(c) == "square" and rate(c, "tflops")]
+    bf16 = {(c["backend"], c["name"]): c for c in square if c["precision"] == "bf16"}
+    pairs = [{"n": param(c, "m"), "fp8": c, "bf16": bf16[(c["backend"], c["name"])]} for c in square
+             if c["precision"] == "fp8-e4m3" and measured_end_to_end(c) and (c["backend"], c["name"]) in bf16]
+    return sorted(pairs, key=lambda p: p["n"])
+
+
+def measured_end_to_end(case: dict) -> bool:
+    """Whether the gemm suite measured the case's casts (documents from issue 31 on)."""
+    return rate(case, "tflops_end_to_end") is not None and isinstance(case.get("details", {}).get("quantize"), dict)
+
+
+def relative_time(bf16: dict, fp8: dict, key: str) -> dict:
+    """fp8's time over bf16's of one shape, from their rates (same flops, so bf16's rate over fp8's),
+    with its range from bf16's low over fp8's high to the reverse (merged cases' `spread`)."""
+    (bf16_low, bf16_high), (fp8_low, fp8_high) = bf16["spread"]["tflops"], fp8["spread"][key]
+    return {"y": rate(bf16, "tflops") / rate(fp8, key), "low": bf16_low / fp8_high, "high": bf16_high / fp8_low,
+            "runs": max(bf16.get("runs", 1), fp8.get("runs", 1))}
+
+
+def bf16_relative(bf16: dict) -> dict:
+    """bf16 itself, 1 by definition, with the range of its runs' times about their median."""
+    low, high = bf16["spread"]["tflops"]
+    middle = rate(bf16, "tflops")
+    return {"y": 1.0, "low": middle / high, "high": middle / low, "runs": bf16.get("runs", 1)}
+
+
+def quantize_share(m: Machine, case: dict) -> float | None:
+    """The casts' share of the end-to-end time as each ok document records it (details.quantize.share),
+    the median over the case's runs: the figure explain prints, never recomputed here."""
+    quantized = [q for c in m.runs[case_key(case)]
+                 if c["status"] == "ok" and isinstance(q := c.get("details", {}).get("quantize"), dict)]
+    shares = [q["share"] for q in quantized if isinstance(q.get("share"), (int, float))]
+    return median(shares) if shares else None
+
+
+def fp8_crossover(end_to_end: list[tuple[int, dict, dict]]):
+    """The smallest size from which fp8 end to end beats bf16 at it and every larger size measured
+    (a win below a loss does not count: a model of that size would not gain), else None; as explain
+    computes it (profiler/fp8_rules.cpp)."""
+    crossover = None
+    for n, relative, _ in reversed(end_to_end):
+        if relative["y"] >= 1:
+            break
+        crossover = n
+    return crossover
+
+
+FP8_SERIES = (("bf16 GEMM", "0.4"), ("fp8-e4m3 GEMM alone", "tab:blue"),
+              ("fp8-e4m3 end to end (casts from bf16, then GEMM)", "tab:orange"))
+
+
+def draw_relative(plot: Plot, ax, series: str, colour: str, points: list[tuple[int, dict, dict]],
+                  extra: list[dict] | None = None):
+    """One series of (size, relative time, its case), each JSON point with its `extra` fields; error
+    bars only where a case ran more than once, as in gemm-size."""
+    xs, ys = [n for n, _, _ in points], [r["y"] for _, r, _ in points]
+    repeated = any(r["runs"] > 1 for _, r, _ in points)
+    yerr = ([[r["y"] - r["low"] for _, r, _ in points], [r["high"] - r["y"] for _, r, _ in points]]
+            if repeated else None)
+    ax.errorbar(xs, ys, yerr=yerr, fmt="o-", capsize=3, color=colour, label=series)
+    for (n, r, c), more in zip(points, extra or [{}] * len(points)):
+        plot.add(series, n, r["y"], case_label(c), (r["low"], r["high"]), r["runs"], **more)
+
+
+def crossover_caption(crossover) -> str:
+    if crossover is None:
+        return (" Crossover: none measured: fp8 end to end does not beat bf16 at the largest size measured, or "
+                "loses again at a larger one.")
+    return (f" Crossover (dotted): N = {crossover}, the smallest size from which fp8 end to end beats bf16 at it "
+            "and at every larger size measured.")
+
+
+def mark_crossover(plot: Plot, ax, crossover):
+    if crossover is None:
+        ax.plot([], [], " ", label="crossover: none measured")  # said in the legend, where it covers no point
+        plot.add("crossover", None, None, missing="none measured")
+    else:
+        ax.axvline(crossover, color="tab:green", linestyle=":", label=f"crossover N = {crossover}")
+        plot.add("crossover", crossover, None)
+
+
+def note_no_crossover(m: Machine, notes: list[str]):
+    """Why a machine with fp8-e4m3 square GEMMs gets no crossover plot: older documents carry no
+    quantize cost, or no bf16 case of the same shapes ran."""
+    fp8 = [c for c in m.ok("gemm") if gemm_group(c) == "square" and c["precision"] == "fp8-e4m3"]
+    if not fp8:
+        return
+    why = "no ok bf16 case of the same shapes" if any(measured_end_to_end(c) for c in fp8) else \
+        "its fp8-e4m3 GEMM cases carry no details.quantize (documents of a gemm suite that did not measure the casts)"
+    notes.append(f"{m.label}: no fp8 crossover plot: {why}")
+
+
+def fp8_caption(pairs: list[dict], crossover) -> str:
+    repeated = any(c.get("runs", 1) > 1 for p in pairs for c in (p["fp8"], p["bf16"]))
+    return ("Time of each square GEMM (m = n = k = N) relative to bf16's of the same size (bf16 = 1; below 1, fp8 "
+            "is faster): fp8-e4m3's GEMM alone, and end to end, the current-scaling casts of A and B from bf16 then "
+            "the GEMM measured as one op (what a training step pays); each end-to-end point is labelled with the "
+            "casts' share of it (details.quantize.share). Relative time rather than TFLOP/s: TFLOP/s spans orders "
+            "of magnitude over the sweep, while the question is fp8 against bf16 at each size, which this reads "
+            "off the line at 1." + crossover_caption(crossover)
+            + (" Error bars: the range over the runs, from bf16's low over fp8's high to the reverse."
+               if repeated else ""))
+
+
+def plot_fp8_crossover(m: Machine, notes: list[str]) -> Plot | None:
+    pairs = fp8_pairs(m)
+    if not pairs:
+        note_no_crossover(m, notes)
+        return None
+    end_to_end = [(p["n"], relative_time(p["bf16"], p["fp8"], "tflops_end_to_end"), p["fp8"]) for p in pairs]
+    crossover = fp8_crossover(end_to_end)
+    caption = fp8_caption(pairs, crossover)
+    plot, (ax,) = new_plot(f"fp8-crossover-{slug(m.label)}", f"fp8-e4m3 against bf16 GEMM vs size — {m.label}",
+                           caption, m.stamp())
+    (bf16_series, bf16_colour), (gemm_series, gemm_colour), (e2e_series, e2e_colour) = FP8_SERIES
+    draw_relative(plot, ax, bf16_series, bf16_colour, [(p["n"], bf16_relative(p["bf16"]), p["bf16"]) for p in pairs])
+    draw_relative(plot, ax, gemm_series, gemm_colour,
+                  [(p["n"], relative_time(p["bf16"], p["fp8"], "tflops"), p["fp8"]) for p in pairs])
+    shares = [quantize_share(m, p["fp8"]) for p in pairs]
+    draw_relative(plot, ax, e2e_series, e2e_colour, end_to_end, [{"quantize_share": s} for s in shares])
+    annotate_shares(ax, end_to_end, shares)
+    mark_crossover(plot, ax, crossover)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([p["n"] for p in pairs], [str(p["n"]) for p in pairs], fontsize=8)
+    ax.set_yscale("log")
+    plain_log_ticks(ax.yaxis)
+    finish(plot, ax, "size N (m = n = k)", "time / bf16 GEMM's time")
+    note_not_run(plot, m, "gemm")
+    return plot
+
+
+def annotate_shares(ax, end_to_end: list[tuple[int, dict, dict]], shares: list[float | None]):
+    """The casts' share beside each end-to-end point: how much of fp8's cost the casts are."""
+    for (n, r, _), share in zip(end_to_end, shares):
+        if share is not None:
+            ax.annotate(f"casts {printed_share(100 * share)}", (n, r["y"]), xytext=(4, 4),
+                        textcoords="offset points", fontsize=7, color=FP8_SERIES[2][1])
 
 
 # ----------------------------------------------------------------------------- roofline
@@ -1985,6 +2129,7 @@ def plot_peer(m: Machine) -> Plot | None:
 def single_machine_plots(m: Machine, notes: list[str]):
     """Figures one at a time, so each is saved and closed before the next is drawn."""
     yield plot_gemm_sizes(m)
+    yield plot_fp8_crossover(m, notes)
     yield plot_gemm_shapes(m)
     yield plot_alignment(m)
     yield plot_roofline(m, notes)
