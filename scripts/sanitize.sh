@@ -28,7 +28,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # The tests that start Open MPI's runtime run apart: its plugins' leaks show under their names only
 # with the plugins kept loaded and the slow unwinder (too slow for every test), so the
 # suppressions can match them.
-mpi_tests='^(CollectiveUnderMpirun|MpiSum16|MpiEnvironment)\.'
+mpi_tests='^(CollectiveUnderMpirun|InterconnectUnderMpirun|MpiSum16|MpiEnvironment)\.'
 (cd "$build" && ctest --output-on-failure -j "${MPBENCH_TEST_JOBS:-2}" -E "$mpi_tests")
 (cd "$build" && OMPI_MCA_mca_base_component_disable_dlclose=1 LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0" \
   ctest --output-on-failure -j "${MPBENCH_TEST_JOBS:-2}" -R "$mpi_tests")
