@@ -401,13 +401,18 @@ ScaledCodes e4m3_scaled_on(Backend& backend, const std::vector<float>& source, f
   return {download<std::uint8_t>(backend, dst), download<float>(backend, amax)[0]};
 }
 
+// The first element whose e4m3 code differs from `want`'s (named `theirs` in the message), or "".
+std::string first_code_difference(const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& want,
+                                  const char* theirs) {
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (got[i] != want[i]) return fmt::format("element {}: code {:#x}, {} {:#x}", i, got[i], theirs, want[i]);
+  return "";
+}
+
 std::string first_difference(const ScaledCodes& got, const ScaledCodes& want) {
   if (bits_of(got.amax) != bits_of(want.amax))
     return fmt::format("amax bits {:#x}, the reference {:#x}", bits_of(got.amax), bits_of(want.amax));
-  for (std::size_t i = 0; i < want.codes.size(); ++i)
-    if (got.codes[i] != want.codes[i])
-      return fmt::format("element {}: code {:#x}, the reference {:#x}", i, got.codes[i], want.codes[i]);
-  return "";
+  return first_code_difference(got.codes, want.codes, "the reference");
 }
 
 // Scales: none, the cast suite's 448/4, an inexact one, one that shrinks values into e4m3's
@@ -503,10 +508,7 @@ std::string first_difference(const CurrentScaled& got, const CurrentScaled& want
     return fmt::format("amax bits {:#x}, by hand {:#x}", bits_of(got.amax), bits_of(want.amax));
   if (bits_of(got.scale) != bits_of(want.scale))
     return fmt::format("scale bits {:#x}, by hand {:#x}", bits_of(got.scale), bits_of(want.scale));
-  for (std::size_t i = 0; i < want.codes.size(); ++i)
-    if (got.codes[i] != want.codes[i])
-      return fmt::format("element {}: code {:#x}, by hand {:#x}", i, got.codes[i], want.codes[i]);
-  return "";
+  return first_code_difference(got.codes, want.codes, "by hand");
 }
 
 // Finite bf16 values of random sign and mantissa with exponents over 60 binades around 1 (so the

@@ -26,6 +26,21 @@ std::vector<CaseSpec> cases_of(const std::string& suite, Backend& backend, Suite
   return found->cases(backend, options);
 }
 
+// The quick gemm cases of one shape in `precisions`, as the tests below measure them for real.
+std::vector<CaseSpec> quick_gemm_cases(Backend& backend, std::vector<std::string> precisions, const std::string& name) {
+  std::vector<CaseSpec> chosen;
+  for (auto& c : cases_of("gemm", backend, {true, std::move(precisions), {}}))
+    if (c.name == name) chosen.push_back(c);
+  return chosen;
+}
+
+// The quick sampler with a one-second timeout, so that a real case costs the tests little.
+SamplerConfig short_quick_sampler() {
+  SamplerConfig quick = SamplerConfig::quick();
+  quick.timeout_s = 1;
+  return quick;
+}
+
 bool has_case(const std::vector<CaseSpec>& cases, const std::string& name) {
   return std::any_of(cases.begin(), cases.end(), [&](const CaseSpec& c) { return c.name == name; });
 }
@@ -280,17 +295,13 @@ TEST(CastSuite, Fp8CastCountsItsAmaxPass) {
 }
 
 // Each fp8-e4m3 case also measures the current-scaling casts of bf16 A and B, alone and then with
-// the GEMM: a share of the end-to-end time strictly between 0 and 1, and an end-to-end rate below
-// the GEMM's, both from the shape's flops. Other precisions have no such record.
+// the GEMM: the share of the end-to-end time and both rates from the shape's flops and the
+// recorded seconds. Other precisions have no such record.
 TEST(GemmSuite, Fp8CasesMeasureTheirCastsFromBf16) {
   auto cpu = cpu::make_backend();
-  std::vector<CaseSpec> chosen;
-  for (auto& c : cases_of("gemm", *cpu, {true, {"fp8-e4m3", "bf16"}, {}}))
-    if (c.name == "square_256") chosen.push_back(c);
+  const std::vector<CaseSpec> chosen = quick_gemm_cases(*cpu, {"fp8-e4m3", "bf16"}, "square_256");
   ASSERT_EQ(chosen.size(), 2u);
-  SamplerConfig quick = SamplerConfig::quick();
-  quick.timeout_s = 1;
-  const RunOutcome outcome = run_cases(*cpu, chosen, quick, {}, nullptr);
+  const RunOutcome outcome = run_cases(*cpu, chosen, short_quick_sampler(), {}, nullptr);
   ASSERT_EQ(outcome.cases.size(), 2u);
   for (const CaseResult& c : outcome.cases) {
     ASSERT_EQ(c.status, CaseStatus::ok) << c.message;
@@ -381,14 +392,10 @@ TEST(RunTable, MarksCasesThatStoppedBeforeTheirNoiseTarget) {
 
 TEST(Runner, MeasuresRealCpuCasesThroughGoogleBenchmark) {
   auto cpu = cpu::make_backend();
-  std::vector<CaseSpec> chosen;
-  for (auto& c : cases_of("gemm", *cpu, {true, {"fp32", "bf16", "tf32"}, {}}))
-    if (c.name == "square_512") chosen.push_back(c);
+  const std::vector<CaseSpec> chosen = quick_gemm_cases(*cpu, {"fp32", "bf16", "tf32"}, "square_512");
   ASSERT_EQ(chosen.size(), 3u);
-  SamplerConfig quick = SamplerConfig::quick();
-  quick.timeout_s = 1;
   std::size_t progress_calls = 0;
-  const RunOutcome outcome = run_cases(*cpu, chosen, quick, {}, [&](std::size_t, std::size_t, const CaseResult&) { ++progress_calls; });
+  const RunOutcome outcome = run_cases(*cpu, chosen, short_quick_sampler(), {}, [&](std::size_t, std::size_t, const CaseResult&) { ++progress_calls; });
   ASSERT_EQ(outcome.cases.size(), 3u);
   EXPECT_EQ(progress_calls, 2u);  // tf32 is skipped, not measured
   for (const auto& c : outcome.cases) {
@@ -431,13 +438,9 @@ TEST(Runner, ProgressCountsTheMeasurementsThatRun) {
 
 TEST(Runner, AConvertedCaseRecordsItsPathAndItsSteps) {
   auto cpu = cpu::make_backend({cpu::GemmPathChoice::converted});
-  std::vector<CaseSpec> chosen;
-  for (auto& c : cases_of("gemm", *cpu, {true, {"bf16"}, {}}))
-    if (c.name == "square_512") chosen.push_back(c);
+  const std::vector<CaseSpec> chosen = quick_gemm_cases(*cpu, {"bf16"}, "square_512");
   ASSERT_EQ(chosen.size(), 1u);
-  SamplerConfig quick = SamplerConfig::quick();
-  quick.timeout_s = 1;
-  const RunOutcome outcome = run_cases(*cpu, chosen, quick, {}, nullptr);
+  const RunOutcome outcome = run_cases(*cpu, chosen, short_quick_sampler(), {}, nullptr);
   ASSERT_EQ(outcome.cases.size(), 1u);
   const CaseResult& c = outcome.cases.front();
   ASSERT_EQ(c.status, CaseStatus::ok) << c.message;
