@@ -70,4 +70,9 @@ double flops_per_token_palm(const GptConfig& config, int seq_len) {
          12.0 * config.layers * config.channels * seq_len;
 }
 
+GemmFlopsPerToken gemm_flops_per_token(const GptConfig& config, int seq_len) {
+  const double C = config.channels, L = config.layers;
+  return {6.0 * (12.0 * L * C * C + double(config.padded_vocab()) * C), 12.0 * L * C * seq_len};
+}
+
 }  // namespace mpbench::workloads

@@ -39,4 +39,15 @@ std::int64_t parameter_count(const GptConfig& config);
 double flops_per_token_llmc(const GptConfig& config, int seq_len);
 double flops_per_token_palm(const GptConfig& config, int seq_len);
 
+// The training GEMMs' FLOPs per token as the ops run them, split by the GEMMs the fp8 modes
+// quantize and those they leave in bf16. linear: the blocks' four weight GEMMs (12C^2 weights a
+// layer) and the LM head over the padded vocabulary (Vp C), forward x W^T and backward dx and dW:
+// 6 FLOPs per weight. attention: the batched q k^T and att v forward and their four backward
+// GEMMs over the whole T x T scores (the unfused path computes the masked half too): 12 L C T.
+struct GemmFlopsPerToken {
+  double linear = 0;
+  double attention = 0;
+};
+GemmFlopsPerToken gemm_flops_per_token(const GptConfig& config, int seq_len);
+
 }  // namespace mpbench::workloads

@@ -607,6 +607,13 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
                         {"quantize_seconds_total", quantize_seconds},
                         {"quantize_share", step_seconds > 0 ? quantize_seconds / step_seconds : 0.0},
                         {"per_step", steps}};
+    const GemmFlopsPerToken gemm_flops = gemm_flops_per_token(plan.config, plan.train.seq_len);
+    c.details["fp8"]["gemm_flops"] = {
+        {"fp8_per_step", gemm_flops.linear * tokens_per_step},
+        {"bf16_per_step", gemm_flops.attention * tokens_per_step},
+        {"fp8_share", gemm_flops.linear / (gemm_flops.linear + gemm_flops.attention)},
+        {"note", "from the GEMM shapes: the linear layers and the LM head in fp8 (forward and both backward GEMMs), "
+                 "attention's batched GEMMs in bf16 (the whole T x T scores, as the unfused path computes them)"}};
     if (fp8_recipe(mode) == Fp8Recipe::delayed) {
       c.details["fp8"]["scale_changes_total"] = changes;
       c.details["fp8"]["history_length"] = plan.train.fp8_history;

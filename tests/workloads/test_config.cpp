@@ -63,5 +63,21 @@ TEST(Config, FlopsPerTokenBothConventions) {
   EXPECT_NEAR(flops_per_token_llmc(config, 1024) / 1e6, 803.5, 0.1);  // research notes: 803.5 MFLOP
 }
 
+// gpt2-124m by hand: per layer c_attn 768x2304, attn.c_proj 768x768, c_fc 768x3072, mlp.c_proj
+// 3072x768; the LM head 50304x768. Forward 2 FLOPs per weight and token, backward 4.
+TEST(Config, GemmFlopsSplitIntoLinearAndAttention) {
+  const GptConfig config = config_by_name("gpt2-124m");
+  const double per_layer = 768.0 * 2304 + 768.0 * 768 + 768.0 * 3072 + 3072.0 * 768;
+  const GemmFlopsPerToken flops = gemm_flops_per_token(config, 1024);
+  EXPECT_DOUBLE_EQ(flops.linear, 6 * (12 * per_layer + 50304.0 * 768));
+  // q k^T [T,hs]x[hs,T] and att v per head, forward 2 GEMMs and backward 4: 6 x 2 T hs per query
+  // token and head, 12 heads, 12 layers.
+  EXPECT_DOUBLE_EQ(flops.attention, 12 * 12 * (6 * 2.0 * 1024 * 64));
+  // Every GEMM FLOP of PaLM's count but those of the non-GEMM parameters (embeddings of wpe,
+  // layernorms, biases).
+  const double non_gemm_parameters = 124475904.0 - 12 * per_layer - 50304.0 * 768;
+  EXPECT_DOUBLE_EQ(flops.linear + flops.attention, flops_per_token_palm(config, 1024) - 6 * non_gemm_parameters);
+}
+
 }  // namespace
 }  // namespace mpbench::workloads

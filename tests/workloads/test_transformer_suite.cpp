@@ -330,6 +330,15 @@ TEST(TransformerSuite, EveryModeIsACaseWithItsMetrics) {
   EXPECT_GT(q["per_step"][0]["scale_changes"].get<double>(), 0) << "every scale leaves 1 after the first step";
   EXPECT_GT(q["scale_changes_total"].get<double>(), 0);
   EXPECT_FALSE(fp32.details.contains("fp8"));
+  // The fp8 GEMM FLOPs from the shapes against what the quantizer saw: each weight element it
+  // quantized in a step's forward takes 6 FLOPs per token of the step (x W^T, dx, dW).
+  const double tokens = double(plan.train.batch) * plan.train.seq_len * plan.train.micro_batches;
+  const double weights = q["per_step"][0]["by_operand"]["weight"]["elements"].get<double>() / plan.train.micro_batches;
+  EXPECT_DOUBLE_EQ(q["gemm_flops"]["fp8_per_step"].get<double>(), 6 * weights * tokens) << q["gemm_flops"].dump();
+  const double bf16_flops = q["gemm_flops"]["bf16_per_step"].get<double>();
+  EXPECT_DOUBLE_EQ(bf16_flops, 12.0 * plan.config.layers * plan.config.channels * plan.train.seq_len * tokens);
+  EXPECT_DOUBLE_EQ(q["gemm_flops"]["fp8_share"].get<double>(),
+                   6 * weights * tokens / (6 * weights * tokens + bf16_flops));
   // The account holds each scaled tensor's amax history, scale and inverse: the three operands of
   // every linear GEMM (four per layer and the LM head), counted from the config, not the quantizer.
   const std::uint64_t tensors = 3 * (4 * std::uint64_t(plan.config.layers) + 1);
