@@ -1,4 +1,5 @@
-// `mpbench explain RESULT.json [--baseline fp32] [--peer TORCH.json] [--against OLD.json] [--json]`
+// `mpbench explain RESULT.json [--baseline fp32] [--peer TORCH.json] [--against OLD.json]
+// [--noise OTHER_SEED.json] [--json]`
 // (or `mpbench explain --list-rules`: the rules' table):
 // why each precision is or is not faster than the baseline, from what the result document recorded;
 // with --peer mpbench against PyTorch's document of the same cases; with --against the same cases
@@ -27,6 +28,7 @@ struct ExplainArgs {
   std::string baseline = "fp32";
   std::string peer;
   std::string against;
+  std::string noise;
   bool json = false;
   bool list_rules = false;
 };
@@ -55,6 +57,16 @@ ResultDocument load_against(const ExplainArgs& args) {
   return old;
 }
 
+// The document of --noise: mpbench's run of the same cases with another --seed.
+ResultDocument load_noise(const ExplainArgs& args) {
+  ResultDocument other = load_result(args.noise);
+  if (compare::is_torch_document(other))
+    throw UsageError(fmt::format("--noise '{}' is PyTorch's document (backend torch): --noise takes mpbench's run of "
+                                 "the same cases with another --seed",
+                                 args.noise));
+  return other;
+}
+
 int run_explain(const ExplainArgs& args) {
   if (args.list_rules) {
     fmt::print("{}", profiler::rules_text());
@@ -63,9 +75,10 @@ int run_explain(const ExplainArgs& args) {
   if (args.result.empty()) throw UsageError("explain: result is required: see mpbench explain --help");  // as CLI11 says it
   const ResultDocument document = load_result(args.result);
   const auto peer = args.peer.empty() ? std::optional<ResultDocument>() : load_peer(args, document);
+  const auto noise = args.noise.empty() ? std::optional<ResultDocument>() : load_noise(args);
   auto explanation = [&] {
     try {
-      return profiler::explain(document, args.baseline);
+      return profiler::explain(document, args.baseline, noise ? &*noise : nullptr);
     } catch (const UsageError& e) {  // what the document lacks: say which document
       throw UsageError(fmt::format("'{}': {}", args.result, e.what()));
     }
@@ -103,6 +116,9 @@ void add_explain_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--against", args->against,
                   "mpbench's document of the same cases under other library versions (another CUDA, cuBLAS or "
                   "driver): names a changed GEMM algorithm as the cause where a speedup moved");
+  cmd->add_option("--noise", args->noise,
+                  "mpbench's document of the same transformer run with another --seed: its bf16 losses against "
+                  "RESULT's are the noise the fp8 modes' loss drift is judged by (without it: 3% of bf16's loss)");
   cmd->add_flag("--json", args->json, "print the explanation as JSON");
   cmd->add_flag("--list-rules", args->list_rules,
                 "print explain's rules (name, what each reads, its threshold, the fix it names) and exit");

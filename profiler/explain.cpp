@@ -560,7 +560,7 @@ void speedup_rules(const CaseResult& c, const CaseResult& base, double speedup,
 }
 
 CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& facts, const CaseResult& c,
-                             const CaseResult* base, const std::string& baseline) {
+                             const CaseResult* base, const std::string& baseline, const ResultDocument* bf16_noise) {
   CaseExplanation e{c.full_id(), c.precision, measured_speedup(facts, c, base), std::nullopt, std::nullopt,
                     std::nullopt, {}};
   if (string_or(c.params, "kernel", "") != "copy") e.pct_of_copy = number_at(c.rates, {"pct_of_copy"});
@@ -570,6 +570,7 @@ CaseExplanation explain_case(const ResultDocument& doc, const DocumentFacts& fac
     memory_bound_gemm_rule(c, facts, e.findings);
     fp8_gemm_rules(doc, c, e.findings);
   }
+  if (c.suite == "transformer") fp8_loss_drift_rule(doc, c, bf16_noise, e.findings);
   if (base && e.speedup) {
     e.interval = ratio_interval(c, *base, *e.speedup);
     speedup_rules(c, *base, *e.speedup, e.interval, baseline, e.findings);
@@ -688,7 +689,7 @@ void drop_tensor_core_advice(Explanation& e) {
 
 }  // namespace
 
-Explanation explain(const ResultDocument& doc, const std::string& baseline) {
+Explanation explain(const ResultDocument& doc, const std::string& baseline, const ResultDocument* bf16_noise) {
   std::map<CaseKey, const CaseResult*> baseline_cases;
   for (const auto& c : doc.cases)
     if (c.status == CaseStatus::ok && c.precision == baseline) baseline_cases[key_of(c)] = &c;
@@ -702,12 +703,13 @@ Explanation explain(const ResultDocument& doc, const std::string& baseline) {
     if (c.status != CaseStatus::ok) continue;
     if (c.precision == baseline) {
       // A baseline case is listed only when a rule explains something about it (e.g. pedantic fp32).
-      auto own = explain_case(doc, facts, c, nullptr, baseline);
+      auto own = explain_case(doc, facts, c, nullptr, baseline, bf16_noise);
       if (!own.findings.empty()) out.cases.push_back(std::move(own));
       continue;
     }
     auto it = baseline_cases.find(key_of(c));
-    out.cases.push_back(explain_case(doc, facts, c, it == baseline_cases.end() ? nullptr : it->second, baseline));
+    out.cases.push_back(
+        explain_case(doc, facts, c, it == baseline_cases.end() ? nullptr : it->second, baseline, bf16_noise));
   }
   if (has_tensor_cores(doc) == false) drop_tensor_core_advice(out);
   out.modes = mode_verdicts(out);

@@ -78,6 +78,9 @@ struct Explanation {
 };
 
 // Throws UsageError when no case ran in the baseline precision, or a breakdown is malformed.
-Explanation explain(const ResultDocument& document, const std::string& baseline = "fp32");
+// bf16_noise: the same run with another seed (explain --noise), whose bf16 losses give the noise
+// fp8_loss_drift judges the fp8 modes' losses by; null: the rule's threshold instead.
+Explanation explain(const ResultDocument& document, const std::string& baseline = "fp32",
+                    const ResultDocument* bf16_noise = nullptr);
 
 }  // namespace mpbench::profiler

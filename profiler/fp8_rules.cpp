@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -126,7 +127,62 @@ std::optional<double> crossover(const std::map<double, bool>& fp8_wins) {
   return from;
 }
 
+// The ok training case of `doc` with c's name and backend in amp-bf16, else in bf16, with a final loss.
+const CaseResult* bf16_training_twin(const ResultDocument& doc, const CaseResult& c) {
+  for (const char* precision : {"amp-bf16", "bf16"})
+    for (const auto& other : doc.cases)
+      if (other.suite == c.suite && other.name == c.name && other.backend == c.backend &&
+          other.precision == precision && other.status == CaseStatus::ok && number_at(other.details, {"final_loss"}))
+        return &other;
+  return nullptr;
+}
+
+// How far two bf16 runs' final losses lie apart, and where that figure came from.
+struct LossNoise {
+  double value;
+  json source;
+};
+
+LossNoise loss_noise(const CaseResult& bf16, const ResultDocument* bf16_noise) {
+  const double loss = *number_at(bf16.details, {"final_loss"});
+  const double floor = threshold("fp8_loss_drift") * std::abs(loss);
+  const auto rule_floor = [&](std::string why) {
+    return LossNoise{floor, {{"kind", "threshold"}, {"relative", threshold("fp8_loss_drift")}, {"why", std::move(why)}}};
+  };
+  if (!bf16_noise) return rule_floor("no second bf16 run given (explain --noise)");
+  const CaseResult* other = bf16_training_twin(*bf16_noise, bf16);
+  if (!other || other->precision != bf16.precision)
+    return rule_floor(fmt::format("the --noise document has no ok {} case {}", bf16.precision, bf16.name));
+  const double other_loss = *number_at(other->details, {"final_loss"});
+  if (other_loss == loss) return rule_floor("the two bf16 runs gave the same final loss: run the second with another --seed");
+  return {std::abs(other_loss - loss),
+          {{"kind", "two bf16 runs"}, {"precision", bf16.precision}, {"final_losses", {loss, other_loss}}}};
+}
+
 }  // namespace
+
+void fp8_loss_drift_rule(const ResultDocument& doc, const CaseResult& c, const ResultDocument* bf16_noise,
+                         std::vector<Finding>& out) {
+  const auto loss = number_at(c.details, {"final_loss"});
+  const CaseResult* bf16 = fp8_of(c).is_object() && loss ? bf16_training_twin(doc, c) : nullptr;
+  if (!bf16 || !std::isfinite(*loss)) return;
+  const double bf16_loss = *number_at(bf16->details, {"final_loss"});
+  const double drift = *loss - bf16_loss;
+  const LossNoise noise = loss_noise(*bf16, bf16_noise);
+  const bool beyond = std::abs(drift) > noise.value;
+  out.push_back(finding(
+      "fp8_loss_drift", beyond ? "warning" : "info",
+      fmt::format("{}'s final loss {:.5g} is {:+.3g} ({}) from {}'s {:.5g}: {} the noise of two bf16 runs ({:.3g}, {})",
+                  c.precision, *loss, drift, pct(drift / bf16_loss), bf16->precision, bf16_loss,
+                  beyond ? "beyond" : "within", noise.value,
+                  noise.source["kind"] == "threshold" ? fmt::format("taken as {} of the loss: {}",
+                                                                    pct(threshold("fp8_loss_drift")),
+                                                                    noise.source["why"].get<std::string>())
+                                                      : std::string("measured")),
+      {{"final_loss", *loss}, {"bf16_final_loss", bf16_loss}, {"bf16_precision", bf16->precision},
+       {"drift", drift}, {"relative_drift", drift / bf16_loss}, {"noise", noise.value}, {"noise_source", noise.source},
+       {"recipe", string_or(fp8_of(c), "recipe", "")}}));
+}
 
 void fp8_gemm_rules(const ResultDocument& doc, const CaseResult& c, std::vector<Finding>& out) {
   const auto fp8_s = end_to_end_seconds(c);

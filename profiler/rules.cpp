@@ -127,6 +127,13 @@ constexpr Rule kRules[] = {
      ">= 0.01% of an operand kind's values clamped",
      "{mode} clamped {n} of {m} {operand} values ({share}, {format}) to the format's largest finite value",
      "a margin (--fp8-margin), scales from each tensor's own amax (fp8-current) or per block (mxfp8)"},
+    {"fp8_loss_drift",
+     "details.final_loss of an fp8 mode and of its amp-bf16 (else bf16) twin; with explain --noise, that twin's in "
+     "the second run",
+     0.03, "|fp8 - bf16| beyond the two bf16 runs' difference (without --noise: 3% of bf16's loss; below: info)",
+     "{mode}'s final loss {loss} is {drift} ({pct}) from {bf16}'s {loss}: beyond the noise of two bf16 runs ({noise})",
+     "a margin (--fp8-margin), a shorter amax history or current scaling, per-block scales (mxfp8); keep the "
+     "sensitive GEMMs (the LM head) in bf16"},
     {"fp8_gemm_below_crossover",
      "details.quantize.end_to_end_seconds of fp8-e4m3 gemm cases, seconds.median of the same shape's bf16 case, "
      "the square_N cases of the document",

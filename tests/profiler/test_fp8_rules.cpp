@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -238,6 +239,72 @@ TEST(Fp8GemmRules, SilentWithoutABf16TwinOrDetailsQuantize) {
                                   gemm_case("square_256", "square", 256, "fp8-e4m3", 1.0, json::object())});
   const Explanation before = explained_gemms({}, older);
   EXPECT_FALSE(fired_on(before, "gemm/square_256/cpu/fp8-e4m3", kCrossover));
+}
+
+// ---- fp8_loss_drift ----------------------------------------------------------------------------
+
+json drift_document(const std::vector<std::pair<std::string, double>>& final_losses) {
+  json cases = json::array({training_case("fp32", 0.2, 4, {{"final_loss", 9.0}})});
+  for (const auto& [precision, loss] : final_losses) {
+    json details = {{"final_loss", loss}};
+    if (precision.rfind("fp8", 0) == 0 || precision == "mxfp8") details.update(fp8_details({0.001}, 0, 1000));
+    cases.push_back(training_case(precision, 0.1, 4, details));
+  }
+  return {{"schema", kResultSchema}, {"created", "2026-12-07T00:00:00Z"}, {"env", json::object()},
+          {"run", {{"device", "cpu"}}}, {"speedups", json::array()}, {"cases", cases}};
+}
+
+// The fp8_loss_drift finding of explain(doc, noise), copied out of the explanation; nothing if none.
+std::optional<Finding> drift_of(const json& doc, const ResultDocument* noise = nullptr) {
+  const Explanation e = explain(ResultDocument::from_json(doc), "fp32", noise);
+  const Finding* f = fired(e, "fp8_loss_drift");
+  return f ? std::optional<Finding>(*f) : std::nullopt;
+}
+
+// Without a second bf16 run the noise is the threshold times bf16's loss; with one, the two bf16
+// runs' difference; two equal bf16 losses (the same seed) fall back to the threshold.
+TEST(Fp8Rules, LossDriftIsJudgedByTheNoiseOfTwoBf16Runs) {
+  std::mt19937_64 random(std::random_device{}());
+  const double bf16 = std::uniform_real_distribution<double>(2.0, 8.0)(random);
+  const double t = explain_rule("fp8_loss_drift").threshold;
+  const auto doc = [&](double fp8_relative) {
+    return drift_document({{"amp-bf16", bf16}, {"fp8-delayed", bf16 * (1 + fp8_relative)}});
+  };
+  const auto far = drift_of(doc(t * 1.5));
+  ASSERT_TRUE(far);
+  EXPECT_EQ(far->severity, "warning");
+  EXPECT_NEAR(far->evidence["noise"].get<double>(), t * bf16, 1e-12);
+  EXPECT_EQ(far->evidence["noise_source"]["kind"], "threshold");
+  EXPECT_NEAR(far->evidence["relative_drift"].get<double>(), t * 1.5, 1e-12);
+  EXPECT_EQ(drift_of(doc(-t * 0.5))->severity, "info");
+
+  const double noise = std::uniform_real_distribution<double>(0.001, 0.01)(random) * bf16;
+  const ResultDocument other = ResultDocument::from_json(drift_document({{"amp-bf16", bf16 + noise}}));
+  const json beyond = doc(1.5 * noise / bf16), within = doc(-0.5 * noise / bf16);
+  const auto measured = drift_of(beyond, &other);
+  ASSERT_TRUE(measured);
+  EXPECT_EQ(measured->severity, "warning");
+  EXPECT_NEAR(measured->evidence["noise"].get<double>(), noise, 1e-9);
+  EXPECT_EQ(measured->evidence["noise_source"]["kind"], "two bf16 runs");
+  EXPECT_EQ(drift_of(within, &other)->severity, "info");
+  // The same drift is within the 3% threshold: only the measured noise calls it a drift.
+  EXPECT_EQ(drift_of(beyond)->severity, "info");
+
+  const ResultDocument same_seed = ResultDocument::from_json(drift_document({{"amp-bf16", bf16}}));
+  const auto fallback = drift_of(beyond, &same_seed);
+  ASSERT_TRUE(fallback);
+  EXPECT_EQ(fallback->evidence["noise_source"]["kind"], "threshold");
+  EXPECT_NE(fallback->message.find("another --seed"), std::string::npos) << fallback->message;
+}
+
+// The twin is amp-bf16, else bf16; without either, or for a mode without details.fp8, no finding.
+TEST(Fp8Rules, LossDriftNeedsAnFp8CaseAndABf16Twin) {
+  const auto from_bf16 = drift_of(drift_document({{"bf16", 4.0}, {"mxfp8", 4.4}}));
+  ASSERT_TRUE(from_bf16);
+  EXPECT_EQ(from_bf16->evidence["bf16_precision"], "bf16");
+  EXPECT_EQ(from_bf16->severity, "warning");
+  EXPECT_FALSE(drift_of(drift_document({{"amp-fp16", 4.0}, {"fp8-current", 4.4}})));
+  EXPECT_FALSE(drift_of(drift_document({{"amp-bf16", 4.0}, {"amp-fp16", 4.4}})));
 }
 
 }  // namespace
