@@ -146,4 +146,24 @@ void check_cast_arguments(CastKind kind, const CastArgs& args) {
     throw UsageError(fmt::format("{} needs two one-element fp32 buffers, amax and chosen_scale", name));
 }
 
+std::string_view cast_transpose_name() { return "bf16_to_e4m3_transpose_amax"; }
+
+void check_cast_transpose_arguments(const CastTransposeArgs& args) {
+  const std::string_view name = cast_transpose_name();
+  if (!args.source || !args.codes || !args.transposed || !args.scale || !args.amax)
+    throw UsageError(fmt::format("{} needs a source, codes, transposed, scale and amax buffers", name));
+  const std::size_t n = args.rows * args.cols;
+  if (args.cols != 0 && n / args.cols != args.rows)
+    throw UsageError(fmt::format("{}: {} x {} elements overflow", name, args.rows, args.cols));
+  if (args.source->dtype() != DType::bf16 || args.source->count() < n || args.codes->dtype() != DType::e4m3 ||
+      args.codes->count() < n || args.transposed->dtype() != DType::e4m3 || args.transposed->count() < n)
+    throw UsageError(fmt::format("{} needs a bf16 source and two e4m3 outputs of at least {} x {} elements", name,
+                                 args.rows, args.cols));
+  if (args.codes->data() == args.transposed->data() && n > 0)
+    throw UsageError(fmt::format("{} writes codes and transposed codes to two buffers, not one", name));
+  const auto is_scalar = [](const DeviceBuffer* buffer) { return buffer->dtype() == DType::f32 && buffer->count() >= 1; };
+  if (!is_scalar(args.scale) || !is_scalar(args.amax) || args.scale->data() == args.amax->data())
+    throw UsageError(fmt::format("{} needs two one-element fp32 buffers, scale and amax", name));
+}
+
 }  // namespace mpbench

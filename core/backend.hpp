@@ -110,6 +110,21 @@ struct CastArgs {
   DeviceBuffer* chosen_scale = nullptr;
 };
 
+// bf16_to_e4m3_transpose_amax, the fused cast-transpose-amax of fp8 training (Transformer Engine's
+// cast_transpose): one pass over a row-major bf16 matrix source [rows x cols] with a given scale
+// writes codes = e4m3(source * scale) (rows x cols, saturating to +-448, round to nearest even),
+// transposed = the same codes as the cols x rows transpose, and amax = max |source| (NaN if any
+// element is NaN: amp/fp8_scaling.hpp's fold_amax_bits). Math in backends/cast_transpose.hpp.
+struct CastTransposeArgs {
+  const DeviceBuffer* source = nullptr;  // bf16, rows * cols elements
+  std::size_t rows = 0, cols = 0;
+  const DeviceBuffer* scale = nullptr;   // one fp32, read
+  DeviceBuffer* codes = nullptr;         // e4m3, rows * cols
+  DeviceBuffer* transposed = nullptr;    // e4m3, cols * rows
+  DeviceBuffer* amax = nullptr;          // one fp32, written
+};
+std::string_view cast_transpose_name();  // "bf16_to_e4m3_transpose_amax"
+
 // The argument rules every backend enforces, so all refuse the same calls (UsageError):
 // gemm: see below. stream: a, and b where the kernel reads it, of one dtype and at least a's size; c like a, or one
 // fp32 for dot. cast: the kind's source and destination types, destination at least the source's
@@ -120,6 +135,9 @@ void check_gemm_arguments(GemmPrecision precision, const GemmShape& shape, const
                           const DeviceBuffer& b, const DeviceBuffer& c);
 void check_stream_arguments(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c);
 void check_cast_arguments(CastKind kind, const CastArgs& args);
+// cast_transpose_amax: a bf16 source and two e4m3 outputs of at least rows * cols elements, three
+// distinct buffers; one-element fp32 scale and amax.
+void check_cast_transpose_arguments(const CastTransposeArgs& args);
 
 enum class TransferDirection { host_to_device, device_to_host };
 
@@ -156,6 +174,8 @@ class Backend {
                       DeviceBuffer& c, float scalar) = 0;
   virtual std::optional<std::string> cast_unsupported(CastKind kind) const = 0;
   virtual void cast(CastKind kind, const CastArgs& args) = 0;
+  // The fused cast-transpose-amax (CastTransposeArgs); every backend runs it.
+  virtual void cast_transpose_amax(const CastTransposeArgs& args) = 0;
   // The library's own device-to-device copy (cudaMemcpy, memcpy): the bandwidth ceiling.
   virtual void copy(DeviceBuffer& destination, const DeviceBuffer& source) = 0;
   // A transfer of `bytes` between pinned host memory and the device; nullptr and a reason

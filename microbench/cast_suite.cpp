@@ -1,8 +1,9 @@
 // cast: the conversions mixed precision pays for (fp32 <-> fp16/bf16, fp32 -> fp8 e4m3 with its
-// amax pass, bf16 -> fp8 e4m3 with current scaling, fp32 -> bf16 with stochastic rounding), in GB/s
-// against a copy of the same elements.
+// amax pass, bf16 -> fp8 e4m3 with current scaling, the fused bf16 -> e4m3 cast-transpose-amax of
+// fp8 training, fp32 -> bf16 with stochastic rounding), in GB/s against a copy of the same elements.
 #include <fmt/format.h>
 
+#include "backends/cast_transpose.hpp"
 #include "microbench/suite.hpp"
 
 namespace mpbench::microbench {
@@ -62,6 +63,27 @@ CaseResult measure_copy(const CaseSpec& spec, std::int64_t n, Backend& backend, 
   return r;
 }
 
+// The fused cast-transpose-amax on a rows x cols matrix of the suite's element count (cols 2048,
+// a multiple of every tile): the bf16 read once, both e4m3 code matrices written, at scale 112
+// (e4m3's largest value over the inputs' largest magnitude, as the scaled casts).
+constexpr std::int64_t kCastTransposeCols = 2048;
+
+CaseResult measure_cast_transpose(const CaseSpec& spec, std::size_t rows, std::size_t cols, Backend& backend,
+                                  const SamplerConfig& config, CaseProfiler* profiler) {
+  const std::size_t count = rows * cols;
+  DeviceBuffer source = backend.allocate(DType::bf16, count);
+  DeviceBuffer codes = backend.allocate(DType::e4m3, count), transposed = backend.allocate(DType::e4m3, count);
+  DeviceBuffer scale = backend.allocate(DType::f32, 1), amax = backend.allocate(DType::f32, 1);
+  backend.fill_uniform(source, 24, -4.0f, 4.0f);
+  const float scale_value = 448.0f / 4.0f;
+  backend.upload(scale, &scale_value, sizeof scale_value);
+  const CastTransposeArgs args{&source, rows, cols, &scale, &codes, &transposed, &amax};
+  CaseResult r = measure_case(spec, backend, [&] { backend.cast_transpose_amax(args); }, config.without_flush(),
+                              profiler);
+  r.rates["gbps"] = spec.params["bytes"].get<double>() / r.seconds->median / 1e9;
+  return r;
+}
+
 std::vector<CaseSpec> cast_cases(Backend& backend, const SuiteOptions& options) {
   const std::int64_t n = cast_elements(backend, options.quick);
   std::vector<CaseSpec> cases;
@@ -83,6 +105,19 @@ std::vector<CaseSpec> cast_cases(Backend& backend, const SuiteOptions& options) 
     };
     cases.push_back(std::move(spec));
   }
+  if (options.wants("fp8-e4m3")) {
+    const std::int64_t cols = kCastTransposeCols, rows = n / cols;
+    CaseSpec spec{"cast", fmt::format("{}/{}x{}", cast_transpose_name(), rows, cols), "fp8-e4m3",
+                  {{"kernel", cast_transpose_name()}, {"elements", rows * cols}, {"rows", rows}, {"cols", cols},
+                   {"from", "bf16"}, {"to", "e4m3 + e4m3 transposed"},
+                   {"bytes", elem::kCastTransposeBytesPerElement * static_cast<double>(rows * cols)},
+                   {"bytes_counted", "read + written"}}, {}, {}};
+    spec.measure = [spec, rows, cols](Backend& be, const SamplerConfig& config, CaseProfiler* profiler) {
+      return measure_cast_transpose(spec, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols), be, config,
+                                    profiler);
+    };
+    cases.push_back(std::move(spec));
+  }
   return cases;
 }
 
@@ -90,7 +125,8 @@ std::vector<CaseSpec> cast_cases(Backend& backend, const SuiteOptions& options) 
 
 Suite cast_suite() {
   return {"cast",
-          "fp32 <-> fp16/bf16, fp32/bf16 -> fp8 e4m3 (scaled, with amax), fp32 -> bf16 stochastic; GB/s against copy",
+          "fp32 <-> fp16/bf16, fp32/bf16 -> fp8 e4m3 (scaled, with amax), bf16 -> e4m3 cast-transpose-amax, fp32 -> bf16 "
+          "stochastic; GB/s against copy",
           {"fp32", "fp16", "bf16", "fp8-e4m3"},
           cast_cases,
           [](std::vector<CaseResult>& cases) { add_percent_of_copy(cases, "cast", "copy"); }};

@@ -5,6 +5,7 @@
 #include "backends/cpu/conversions.hpp"
 #include "backends/cpu/isa.hpp"
 #include "backends/cpu/vector_loops.hpp"
+#include "backends/cast_transpose.hpp"
 #include "backends/elementwise.hpp"
 #include "backends/reference/reference_backend.hpp"
 #include "core/error.hpp"
@@ -162,6 +163,35 @@ std::unique_ptr<PreparedOp> CpuBackend::make_gemm(GemmPrecision precision, const
 void CpuBackend::stream(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c,
                         float scalar) {
   if (!vector_stream(kernel, a, b, c, scalar)) ReferenceBackend::stream(kernel, a, b, c, scalar);
+}
+
+// One pass over 64 x 64 tiles: a tile's 64 source rows (8 KiB) and the 64 lines of each output it
+// writes stay in cache while it is done, so the transposed writes fill whole lines. The tiles are
+// shared among the cores from amp's threading threshold on; the totals merge per thread.
+void CpuBackend::cast_transpose_amax(const CastTransposeArgs& args) {
+  check_cast_transpose_arguments(args);
+  constexpr std::size_t kTile = 64;
+  const auto* x = static_cast<const elem::bf16_bits*>(args.source->data());
+  auto* codes = static_cast<std::uint8_t*>(args.codes->data());
+  auto* transposed = static_cast<std::uint8_t*>(args.transposed->data());
+  const float scale = *static_cast<const float*>(args.scale->data());
+  const std::size_t rows = args.rows, cols = args.cols;
+  const std::size_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  const auto tiles = static_cast<std::int64_t>(row_tiles * col_tiles);
+  elem::CastTransposeTotals totals;
+#pragma omp parallel if (rows * cols >= amp::kFp8ParallelElements)
+  {
+    elem::CastTransposeTotals mine;
+#pragma omp for schedule(static)
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const auto tile = static_cast<std::size_t>(t);
+      elem::cast_transpose_tile(x, rows, cols, tile / col_tiles * kTile, tile % col_tiles * kTile, kTile, kTile, scale,
+                                codes, transposed, mine);
+    }
+#pragma omp critical(mpbench_cast_transpose_totals)
+    elem::merge(totals, mine);
+  }
+  *static_cast<float*>(args.amax->data()) = num::bits_to_float(totals.amax_bits);
 }
 
 void CpuBackend::cast(CastKind kind, const CastArgs& args) {

@@ -23,6 +23,8 @@ class CpuBackend final : public reference::ReferenceBackend {
   void stream(StreamKernel kernel, const DeviceBuffer& a, const DeviceBuffer& b, DeviceBuffer& c,
               float scalar) override;
   void cast(CastKind kind, const CastArgs& args) override;
+  // 64 x 64 tiles (the tile's source rows and both outputs' lines stay in L1/L2), on all cores.
+  void cast_transpose_amax(const CastTransposeArgs& args) override;
   nlohmann::json environment() const override { return device_->environment(); }
 
  private:

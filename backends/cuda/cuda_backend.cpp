@@ -210,6 +210,16 @@ void CudaBackend::cast(CastKind kind, const CastArgs& args) {
   }
 }
 
+void CudaBackend::cast_transpose_amax(const CastTransposeArgs& args) {
+  device_->activate();
+  check_cast_transpose_arguments(args);
+  kernels::bf16_to_e4m3_transpose_amax(device_->launcher(), static_cast<const std::uint16_t*>(args.source->data()),
+                                       args.rows, args.cols, static_cast<const float*>(args.scale->data()),
+                                       static_cast<std::uint8_t*>(args.codes->data()),
+                                       static_cast<std::uint8_t*>(args.transposed->data()),
+                                       static_cast<float*>(args.amax->data()));
+}
+
 void CudaBackend::copy(DeviceBuffer& destination, const DeviceBuffer& source) {
   device_->activate();
   if (destination.bytes() < source.bytes())

@@ -39,6 +39,7 @@ class CudaBackend final : public Backend {
   // Every cast is a software conversion from amp/formats.hpp, which any architecture runs.
   std::optional<std::string> cast_unsupported(CastKind) const override { return std::nullopt; }
   void cast(CastKind kind, const CastArgs& args) override;
+  void cast_transpose_amax(const CastTransposeArgs& args) override;
   void copy(DeviceBuffer& destination, const DeviceBuffer& source) override;
   std::unique_ptr<PreparedOp> make_host_transfer(TransferDirection direction, std::size_t bytes,
                                                  std::string* why_not) override;

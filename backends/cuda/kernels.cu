@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "backends/cast_transpose.hpp"
 #include "backends/cuda/check.hpp"
 #include "backends/cuda/kernel_bodies.hpp"
 #include "backends/cuda/kernels.hpp"
@@ -90,6 +91,51 @@ __global__ void __launch_bounds__(kBlockThreads) current_e4m3_kernel(std::size_t
   const float chosen = elem::e4m3_current_scale(*amax);
   if (global_thread() == 0) *scale = chosen;
   body::map_elements<N>(global_thread(), grid_threads(), n, x, out, body::ScaledBf16E4m3{chosen});
+}
+
+// The fused cast-transpose-amax: each block does one 32 x 32 tile of the row-major bf16 matrix x
+// [rows x cols] with 32 x 8 threads. It reads the tile once (a warp a 64-byte row segment), writes
+// codes[r][c] = e4m3(x[r][c] * scale) row-major as it goes and keeps the codes in shared memory,
+// then writes the tile's transpose into transposed [cols x rows] a row at a time (a warp 32
+// consecutive bytes; the tile's extra column keeps the column reads free of bank conflicts). The
+// amax is reduced over the block on fp32 bits (|x| with the sign cleared orders like its bits, a
+// NaN above inf), then one atomicMax on the bits per block: NaN anywhere gives a NaN amax, as
+// amp::fold_amax_bits does on the host. Bytes per element: 2 read (bf16), 2 written (two e4m3
+// codes). Tiles are numbered along the columns first, one-dimensional grid.
+constexpr int kTransposeTile = 32, kTransposeTileRows = kBlockThreads / kTransposeTile;
+
+__global__ void __launch_bounds__(kBlockThreads)
+    cast_transpose_kernel(std::size_t rows, std::size_t cols, std::size_t col_tiles, const elem::bf16_bits* x,
+                          const float* scale, std::uint8_t* codes, std::uint8_t* transposed, float* amax) {
+  __shared__ std::uint8_t tile[kTransposeTile][kTransposeTile + 1];
+  __shared__ unsigned warp_amax[kTransposeTileRows];
+  const float s = *scale;
+  const std::size_t row0 = blockIdx.x / col_tiles * kTransposeTile;
+  const std::size_t col0 = blockIdx.x % col_tiles * kTransposeTile;
+  elem::CastTransposeTotals totals;
+  const std::size_t c = col0 + threadIdx.x;
+  for (int i = threadIdx.y; i < kTransposeTile; i += kTransposeTileRows) {
+    const std::size_t r = row0 + i;
+    if (r < rows && c < cols) {
+      const std::uint8_t code = elem::cast_transpose_element(x[r * cols + c], s, totals);
+      codes[r * cols + c] = code;
+      tile[i][threadIdx.x] = code;
+    }
+  }
+  __syncthreads();
+  const std::size_t t_col = row0 + threadIdx.x;  // a column of the transpose: a row of x
+  for (int i = threadIdx.y; i < kTransposeTile; i += kTransposeTileRows) {
+    const std::size_t t_row = col0 + i;  // a row of the transpose: a column of x
+    if (t_row < cols && t_col < rows) transposed[t_row * rows + t_col] = tile[threadIdx.x][i];
+  }
+  unsigned bits = totals.amax_bits;
+  for (int offset = 16; offset > 0; offset /= 2) bits = max(bits, __shfl_xor_sync(0xffffffffu, bits, offset));
+  if (threadIdx.x == 0) warp_amax[threadIdx.y] = bits;
+  __syncthreads();
+  if (threadIdx.y == 0 && threadIdx.x == 0) {
+    for (int w = 1; w < kTransposeTileRows; ++w) bits = max(bits, warp_amax[w]);
+    atomicMax(reinterpret_cast<unsigned int*>(amax), bits);
+  }
 }
 
 // Calls f with a value of the storage type of `dtype`, one of the three stream/cast float types.
@@ -258,6 +304,19 @@ void bf16_to_e4m3_current(Launcher& launcher, const std::uint16_t* x, float* ama
   constexpr int kCastPack = body::pack_elements<elem::bf16_bits, body::e4m3_bits>();
   launch(launcher, "bf16_to_e4m3_scaled", current_e4m3_kernel<kCastPack>, n / kCastPack + 1, n, bits,
          static_cast<const float*>(amax), scale, reinterpret_cast<body::e4m3_bits*>(out));
+}
+
+void bf16_to_e4m3_transpose_amax(Launcher& launcher, const std::uint16_t* x, std::size_t rows, std::size_t cols,
+                                 const float* scale, std::uint8_t* codes, std::uint8_t* transposed, float* amax) {
+  check(cudaMemsetAsync(amax, 0, sizeof(float), launcher.stream()), "cudaMemsetAsync (cast-transpose amax)");
+  if (rows == 0 || cols == 0) return;
+  const std::size_t col_tiles = (cols + kTransposeTile - 1) / kTransposeTile;
+  const std::size_t tiles = (rows + kTransposeTile - 1) / kTransposeTile * col_tiles;
+  if (tiles > 0x7FFFFFFFu) throw UsageError("bf16_to_e4m3_transpose_amax: more 32 x 32 tiles than a grid holds");
+  const dim3 threads(kTransposeTile, kTransposeTileRows);
+  cast_transpose_kernel<<<static_cast<unsigned>(tiles), threads, 0, launcher.stream()>>>(
+      rows, cols, col_tiles, reinterpret_cast<const elem::bf16_bits*>(x), scale, codes, transposed, amax);
+  check_launch("bf16_to_e4m3_transpose_amax");
 }
 
 void f32_to_bf16_stochastic(Launcher& launcher, const float* x, std::uint64_t seed, std::uint16_t* out,

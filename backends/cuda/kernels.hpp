@@ -60,6 +60,11 @@ void f32_to_e4m3_scaled(Launcher& launcher, const float* x, const float* scale, 
 // saturating. amax and scale are two buffers.
 void bf16_to_e4m3_current(Launcher& launcher, const std::uint16_t* x, float* amax, float* scale, std::uint8_t* out,
                           std::size_t n);
+// The fused cast-transpose-amax (core/backend.hpp's CastTransposeArgs) of a row-major bf16
+// rows x cols matrix, one launch after zeroing *amax: codes = e4m3(x * *scale) row-major,
+// transposed = the cols x rows transpose of the codes, *amax = max |x| (NaN if any x is NaN).
+void bf16_to_e4m3_transpose_amax(Launcher& launcher, const std::uint16_t* x, std::size_t rows, std::size_t cols,
+                                 const float* scale, std::uint8_t* codes, std::uint8_t* transposed, float* amax);
 void f32_to_bf16_stochastic(Launcher& launcher, const float* x, std::uint64_t seed, std::uint16_t* out,
                             std::size_t n);
 

@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include "amp/formats.hpp"
+#include "backends/cast_transpose.hpp"
 #include "backends/elementwise.hpp"
 #include "backends/reference/host_caches.hpp"
 #include "backends/reference/host_memory.hpp"
@@ -205,6 +206,23 @@ void ReferenceBackend::stream(StreamKernel kernel, const DeviceBuffer& a, const 
       case StreamKernel::dot: return;
     }
   });
+}
+
+// Element by element in row-major order, on one thread: each code stored at (r, c) and (c, r).
+void ReferenceBackend::cast_transpose_amax(const CastTransposeArgs& args) {
+  check_cast_transpose_arguments(args);
+  const auto* x = static_cast<const elem::bf16_bits*>(args.source->data());
+  auto* codes = static_cast<std::uint8_t*>(args.codes->data());
+  auto* transposed = static_cast<std::uint8_t*>(args.transposed->data());
+  const float scale = *static_cast<const float*>(args.scale->data());
+  elem::CastTransposeTotals totals;
+  for (std::size_t r = 0; r < args.rows; ++r)
+    for (std::size_t c = 0; c < args.cols; ++c) {
+      const std::uint8_t code = elem::cast_transpose_element(x[r * args.cols + c], scale, totals);
+      codes[r * args.cols + c] = code;
+      transposed[c * args.rows + r] = code;
+    }
+  *static_cast<float*>(args.amax->data()) = num::bits_to_float(totals.amax_bits);
 }
 
 void ReferenceBackend::cast(CastKind kind, const CastArgs& args) {

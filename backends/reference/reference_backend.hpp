@@ -27,6 +27,7 @@ class ReferenceBackend : public Backend {
               float scalar) override;
   std::optional<std::string> cast_unsupported(CastKind) const override { return std::nullopt; }
   void cast(CastKind kind, const CastArgs& args) override;
+  void cast_transpose_amax(const CastTransposeArgs& args) override;
   void copy(DeviceBuffer& destination, const DeviceBuffer& source) override;
   std::unique_ptr<PreparedOp> make_host_transfer(TransferDirection, std::size_t,
                                                  std::string* why_not) override;

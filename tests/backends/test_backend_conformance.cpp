@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "amp/formats.hpp"
 #include "backend_fixture.hpp"
@@ -184,6 +186,53 @@ TEST_P(CastConformance, CurrentScaledBf16CastRefusesAnInputScaleAndOneBufferForT
   EXPECT_THROW(backend_->cast(kind, {&wide, &dst, nullptr, &amax, 0, &scale}), UsageError);  // an fp32 source
   EXPECT_NO_THROW(backend_->cast(kind, {&src, &dst, nullptr, &amax, 0, &scale}));
   backend_->synchronize();
+}
+
+// The fused cast-transpose-amax on odd shapes (partial 32 x 32 tiles of the GPU kernel, 64 x 64
+// of the CPU loop, the CPU's threaded loop from 32768 elements): both code matrices and the amax
+// bit for bit, over a range that saturates e4m3 after scaling and underflows to its subnormals;
+// then with a NaN, which makes the amax NaN on every backend.
+TEST_P(CastConformance, CastTransposeAmaxMatchesTheReferenceBitForBit) {
+  const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {1, 33}, {31, 17}, {64, 64}, {100, 3}, {257, 300}};
+  for (const auto& [rows, cols] : shapes)
+    for (bool with_nan : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << rows << " x " << cols << (with_nan ? " with a NaN" : ""));
+      const std::size_t n = rows * cols;
+      const float scale_value = 1.0f / 64.0f;
+      const std::uint16_t nan_bits = 0xFFC0;
+      DeviceBuffer src = backend_->allocate(DType::bf16, n), scale = backend_->allocate(DType::f32, 1);
+      DeviceBuffer codes = backend_->allocate(DType::e4m3, n), transposed = backend_->allocate(DType::e4m3, n);
+      DeviceBuffer amax = backend_->allocate(DType::f32, 1);
+      DeviceBuffer rsrc = oracle_.allocate(DType::bf16, n), rscale = oracle_.allocate(DType::f32, 1);
+      DeviceBuffer rcodes = oracle_.allocate(DType::e4m3, n), rtransposed = oracle_.allocate(DType::e4m3, n);
+      DeviceBuffer ramax = oracle_.allocate(DType::f32, 1);
+      backend_->fill_uniform(src, 33 + n, -1e5f, 1e5f);
+      oracle_.fill_uniform(rsrc, 33 + n, -1e5f, 1e5f);
+      if (with_nan) {
+        std::vector<std::uint16_t> host(n);
+        backend_->download(host.data(), src, src.bytes());
+        host[n / 2] = nan_bits;
+        backend_->upload(src, host.data(), src.bytes());
+        std::memcpy(static_cast<std::uint16_t*>(rsrc.data()) + n / 2, &nan_bits, sizeof nan_bits);
+      }
+      backend_->upload(scale, &scale_value, sizeof scale_value);
+      oracle_.upload(rscale, &scale_value, sizeof scale_value);
+      backend_->cast_transpose_amax({&src, rows, cols, &scale, &codes, &transposed, &amax});
+      backend_->synchronize();
+      oracle_.cast_transpose_amax({&rsrc, rows, cols, &rscale, &rcodes, &rtransposed, &ramax});
+      const auto got_codes = bytes_of(codes), got_transposed = bytes_of(transposed);
+      EXPECT_EQ(std::memcmp(got_codes.data(), rcodes.data(), n), 0) << "codes";
+      EXPECT_EQ(std::memcmp(got_transposed.data(), rtransposed.data(), n), 0) << "transposed";
+      float got_amax = 0;
+      backend_->download(&got_amax, amax, sizeof got_amax);
+      const float want_amax = *static_cast<float*>(ramax.data());
+      EXPECT_EQ(std::isnan(want_amax), with_nan);
+      if (with_nan) {
+        EXPECT_TRUE(std::isnan(got_amax)) << got_amax;
+      } else {
+        EXPECT_EQ(got_amax, want_amax);
+      }
+    }
 }
 
 class MemoryConformance : public OnEveryBackend {};

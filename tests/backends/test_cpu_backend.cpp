@@ -11,14 +11,18 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <iterator>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "amp/formats.hpp"
+#include "amp/fp8_scaling.hpp"
 #include "backends/cpu/conversions.hpp"
+#include "backends/cast_transpose.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/isa.hpp"
 #include "backends/cpu/self_check.hpp"
@@ -666,6 +670,175 @@ TEST(CpuConversions, NarrowingAndRoundingThroughAreTheFormatsRounding) {
       ASSERT_EQ(bits_of(rounded[i]), bits_of(back)) << std::hex << bits_of(values[i]);
     }
   }
+}
+
+// ---- the fused cast-transpose-amax (bf16 -> e4m3 codes, their transpose, amax) -------------------
+
+// Seeded from the system each run (fresh inputs), or from MPB_TEST_SEED to reproduce a failure.
+std::uint64_t cast_transpose_seed() {
+  if (const char* s = std::getenv("MPB_TEST_SEED")) return std::strtoull(s, nullptr, 10);
+  return std::random_device{}();
+}
+
+struct CastTransposed {
+  std::vector<std::uint8_t> codes, transposed;
+  float amax = 0;
+};
+
+CastTransposed cast_transposed_on(Backend& backend, const std::vector<std::uint16_t>& source, std::size_t rows,
+                                  std::size_t cols, float scale_value) {
+  const DeviceBuffer src = upload(backend, DType::bf16, source);
+  const DeviceBuffer scale = upload(backend, DType::f32, std::vector<float>{scale_value});
+  DeviceBuffer codes = backend.allocate(DType::e4m3, rows * cols), transposed = backend.allocate(DType::e4m3, rows * cols);
+  DeviceBuffer amax = backend.allocate(DType::f32, 1);
+  backend.fill_uniform(codes, 5, -1.0f, 1.0f);  // stale values that must be overwritten
+  backend.fill_uniform(transposed, 6, -1.0f, 1.0f);
+  backend.fill_uniform(amax, 7, 100.0f, 200.0f);
+  backend.cast_transpose_amax({&src, rows, cols, &scale, &codes, &transposed, &amax});
+  return {download<std::uint8_t>(backend, codes), download<std::uint8_t>(backend, transposed),
+          download<float>(backend, amax)[0]};
+}
+
+// The op written out by hand: amp's scalar quantize_fp8 of each element, stored at (r, c) of the
+// codes and at (c, r) of the transpose; the amax NaN if any element is NaN, else the largest |x|.
+CastTransposed cast_transposed_by_hand(const std::vector<std::uint16_t>& source, std::size_t rows, std::size_t cols,
+                                       float scale, std::uint32_t* saturated = nullptr) {
+  CastTransposed out{std::vector<std::uint8_t>(rows * cols), std::vector<std::uint8_t>(rows * cols), 0.0f};
+  bool any_nan = false;
+  std::uint32_t clamped = 0;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) {
+      const float x = std::bit_cast<float>(std::uint32_t{source[r * cols + c]} << 16);
+      if (std::isnan(x)) any_nan = true;
+      else out.amax = std::max(out.amax, std::fabs(x));
+      const std::uint8_t code = amp::quantize_fp8(x, scale, true, clamped);
+      out.codes[r * cols + c] = code;
+      out.transposed[c * rows + r] = code;
+    }
+  if (any_nan) out.amax = NAN;
+  if (saturated) *saturated = clamped;
+  return out;
+}
+
+std::string first_difference(const CastTransposed& got, const CastTransposed& want, std::size_t rows,
+                             std::size_t cols) {
+  if (std::isnan(got.amax) != std::isnan(want.amax) || (!std::isnan(want.amax) && got.amax != want.amax))
+    return fmt::format("amax {}, by hand {}", got.amax, want.amax);
+  for (std::size_t i = 0; i < rows * cols; ++i) {
+    if (got.codes[i] != want.codes[i])
+      return fmt::format("codes ({}, {}): {:#x}, by hand {:#x}", i / cols, i % cols, got.codes[i], want.codes[i]);
+    if (got.transposed[i] != want.transposed[i])
+      return fmt::format("transposed ({}, {}): {:#x}, by hand {:#x}", i / rows, i % rows, got.transposed[i],
+                         want.transposed[i]);
+  }
+  return "";
+}
+
+// Finite bf16 values of random sign and mantissa over 60 binades around 1 (random_bf16), with
+// some zeros, bf16 subnormals, infinities and NaNs mixed in where `specials`.
+std::vector<std::uint16_t> cast_transpose_input(std::mt19937_64& random, std::size_t n, bool specials) {
+  std::vector<std::uint16_t> x = random_bf16(random(), n);
+  if (!specials) return x;
+  constexpr std::uint16_t kSpecials[] = {0x0000, 0x8000, 0x0001, 0x807F, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81};
+  for (std::size_t i = 0; i < n; ++i)
+    if (random() % 8 == 0) x[i] = kSpecials[random() % std::size(kSpecials)];
+  return x;
+}
+
+const std::pair<std::size_t, std::size_t> kCastTransposeShapes[] = {{1, 1},  {1, 33},  {33, 1},  {31, 17},
+                                                                    {64, 64}, {100, 3}, {130, 67}, {257, 200}};
+
+// Both the CPU backend's tiled loop (64 x 64 tiles, threaded from 32768 elements: the last shape)
+// and the reference's loop against the hand-written op, bit for bit, on fresh inputs each run at
+// scales that keep values in range, push many past 448 (saturation) or below e4m3's subnormals.
+TEST_F(CpuElementLoops, CastTransposeAmaxMatchesTheHandWrittenLoopOnEveryShape) {
+  const std::uint64_t seed = cast_transpose_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
+  std::mt19937_64 random(seed);
+  for (const auto& [rows, cols] : kCastTransposeShapes)
+    for (bool specials : {false, true})
+      for (float scale : {1.0f, 0x1p-20f, 0x1p12f, 448.0f / 3.0f}) {
+        SCOPED_TRACE(fmt::format("{} x {}, scale {}, specials {}", rows, cols, scale, specials));
+        const auto source = cast_transpose_input(random, rows * cols, specials);
+        const CastTransposed want = cast_transposed_by_hand(source, rows, cols, scale);
+        EXPECT_EQ(first_difference(cast_transposed_on(*cpu_, source, rows, cols, scale), want, rows, cols), "")
+            << "CPU backend";
+        EXPECT_EQ(first_difference(cast_transposed_on(oracle_, source, rows, cols, scale), want, rows, cols), "")
+            << "reference";
+      }
+}
+
+// The amax: a NaN anywhere makes it NaN (fold_amax_bits), an infinity inf, zeros 0; the largest
+// magnitude scaled to 448 gives +-448, inf saturates, NaN stays NaN with its sign, -0 keeps its sign.
+TEST_F(CpuElementLoops, CastTransposeAmaxIsNanWithANanAndSaturatesInfinities) {
+  const std::size_t rows = 37, cols = 45;
+  std::mt19937_64 random(cast_transpose_seed());
+  std::vector<std::uint16_t> x = random_bf16(random(), rows * cols);  // all below 2^30
+  x[2 * cols + 5] = 0xCF00;                                         // -2^31
+  const float scale = 448.0f / 0x1p31f;
+  const CastTransposed plain = cast_transposed_on(*cpu_, x, rows, cols, scale);
+  EXPECT_EQ(plain.amax, 0x1p31f);
+  EXPECT_EQ(plain.codes[2 * cols + 5], 0xFE) << "-448";
+  EXPECT_EQ(plain.transposed[5 * rows + 2], 0xFE) << "-448, transposed";
+  x[0] = 0x8000;                  // -0
+  x[rows * cols - 1] = 0x7F80;    // +inf
+  const CastTransposed infinite = cast_transposed_on(*cpu_, x, rows, cols, scale);
+  EXPECT_EQ(infinite.amax, INFINITY);
+  EXPECT_EQ(infinite.codes[rows * cols - 1], 0x7E) << "inf saturates to 448";
+  EXPECT_EQ(infinite.codes[0], 0x80) << "-0 keeps its sign";
+  x[cols + 1] = 0xFFC1;  // -NaN
+  for (Backend* backend : {cpu_.get(), static_cast<Backend*>(&oracle_)}) {
+    const CastTransposed with_nan = cast_transposed_on(*backend, x, rows, cols, scale);
+    EXPECT_TRUE(std::isnan(with_nan.amax)) << with_nan.amax;
+    EXPECT_EQ(with_nan.codes[cols + 1], 0xFF) << "-NaN keeps its sign";
+    EXPECT_EQ(with_nan.transposed[rows + 1], 0xFF);
+    EXPECT_EQ(first_difference(with_nan, cast_transposed_by_hand(x, rows, cols, scale), rows, cols), "");
+  }
+  const std::vector<std::uint16_t> zeros(rows * cols, 0x0000);
+  EXPECT_EQ(cast_transposed_on(*cpu_, zeros, rows, cols, scale).amax, 0.0f);
+}
+
+// The shared tile math's totals: the saturation count is the scalar quantize_fp8's (values
+// pushed past 448, infinities included, NaNs not), whatever the tiling; merge adds them up.
+TEST(CastTransposeMath, TilesCountSaturationAsTheScalarQuantizer) {
+  std::mt19937_64 random(cast_transpose_seed());
+  const std::size_t rows = 70, cols = 41;
+  const auto source = cast_transpose_input(random, rows * cols, true);
+  const float scale = 0x1p10f;
+  std::uint32_t want_saturated = 0;
+  const CastTransposed want = cast_transposed_by_hand(source, rows, cols, scale, &want_saturated);
+  ASSERT_GT(want_saturated, 0u);
+  for (std::size_t tile : {1, 7, 32, 64}) {
+    SCOPED_TRACE(tile);
+    CastTransposed got{std::vector<std::uint8_t>(rows * cols), std::vector<std::uint8_t>(rows * cols), 0};
+    elem::CastTransposeTotals totals;
+    const auto* x = reinterpret_cast<const elem::bf16_bits*>(source.data());
+    for (std::size_t r = 0; r < rows; r += tile)
+      for (std::size_t c = 0; c < cols; c += tile) {
+        elem::CastTransposeTotals part;
+        elem::cast_transpose_tile(x, rows, cols, r, c, tile, tile, scale, got.codes.data(), got.transposed.data(),
+                                  part);
+        elem::merge(totals, part);
+      }
+    got.amax = num::bits_to_float(totals.amax_bits);
+    EXPECT_EQ(totals.saturated, want_saturated);
+    EXPECT_EQ(first_difference(got, want, rows, cols), "");
+  }
+}
+
+// The argument rules every backend shares.
+TEST_F(CpuElementLoops, CastTransposeAmaxRefusesWrongBuffers) {
+  DeviceBuffer src = cpu_->allocate(DType::bf16, 12), f32 = cpu_->allocate(DType::f32, 12);
+  DeviceBuffer codes = cpu_->allocate(DType::e4m3, 12), transposed = cpu_->allocate(DType::e4m3, 12);
+  DeviceBuffer small = cpu_->allocate(DType::e4m3, 11);
+  DeviceBuffer scale = cpu_->allocate(DType::f32, 1), amax = cpu_->allocate(DType::f32, 1);
+  EXPECT_THROW(cpu_->cast_transpose_amax({&f32, 3, 4, &scale, &codes, &transposed, &amax}), UsageError);
+  EXPECT_THROW(cpu_->cast_transpose_amax({&src, 3, 4, &scale, &small, &transposed, &amax}), UsageError);
+  EXPECT_THROW(cpu_->cast_transpose_amax({&src, 3, 4, &scale, &codes, &codes, &amax}), UsageError);
+  EXPECT_THROW(cpu_->cast_transpose_amax({&src, 3, 4, &scale, &codes, &transposed, &scale}), UsageError);
+  EXPECT_THROW(cpu_->cast_transpose_amax({&src, 4, 4, &scale, &codes, &transposed, &amax}), UsageError);
+  EXPECT_THROW(cpu_->cast_transpose_amax({&src, 3, 4, nullptr, &codes, &transposed, &amax}), UsageError);
+  EXPECT_NO_THROW(cpu_->cast_transpose_amax({&src, 3, 4, &scale, &codes, &transposed, &amax}));
 }
 
 }  // namespace

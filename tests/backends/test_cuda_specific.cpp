@@ -11,9 +11,12 @@
 #include <cstdio>
 #include <cstring>
 #include <regex>
+#include <utility>
 #include <vector>
 
 #include "amp/formats.hpp"
+#include "amp/fp8_scaling.hpp"
+#include "backends/cast_transpose.hpp"
 #include "backends/cuda/capabilities.hpp"
 #include "backends/cuda/cublaslt_gemm.hpp"
 #include "backends/cuda/cublaslt_names.hpp"
@@ -390,6 +393,56 @@ TEST(CudaKernelBodies, DotAndAmaxPartialsCoverEveryElementOnce) {
   }
 }
 
+// The cast-transpose-amax kernel's partition run on the host: 32 x 32 tiles, 32 x 8 threads, each
+// thread's rows i = y, y + 8, ... of column x of its tile through cast_transpose_element, then the
+// block's totals merged: every element's code at (r, c) and (c, r) is amp's scalar quantize_fp8,
+// the amax the largest |x| or NaN with a NaN, the saturation count the scalar's.
+TEST(CudaKernelBodies, CastTransposeTilesCoverEveryElementOnce) {
+  const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {1, 33}, {31, 17}, {64, 64}, {100, 3}, {65, 97}};
+  for (const auto& [rows, cols] : shapes)
+    for (bool with_nan : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << rows << " x " << cols << (with_nan ? " with a NaN" : ""));
+      std::vector<elem::bf16_bits> x = filled<elem::bf16_bits>(rows * cols, 9);
+      if (with_nan) x[rows * cols / 2] = {0x7FC0};
+      const float scale = 300.0f;  // pushes the larger values past 448
+      std::vector<std::uint8_t> want(rows * cols), codes(rows * cols, 0x55), transposed(rows * cols, 0x55);
+      std::uint32_t want_saturated = 0;
+      float want_amax = 0;
+      for (std::size_t i = 0; i < rows * cols; ++i) {
+        want[i] = amp::quantize_fp8(elem::load(x[i]), scale, true, want_saturated);
+        want_amax = std::max(want_amax, std::fabs(elem::load(x[i])));  // std::max keeps a NaN out
+      }
+      constexpr std::size_t kTile = 32, kRows = 8;
+      elem::CastTransposeTotals grid;
+      for (std::size_t row0 = 0; row0 < rows; row0 += kTile)
+        for (std::size_t col0 = 0; col0 < cols; col0 += kTile)
+          for (std::size_t ty = 0; ty < kRows; ++ty)
+            for (std::size_t tx = 0; tx < kTile; ++tx) {
+              elem::CastTransposeTotals thread;
+              for (std::size_t i = ty; i < kTile; i += kRows) {
+                const std::size_t r = row0 + i, c = col0 + tx;
+                if (r >= rows || c >= cols) continue;
+                const std::uint8_t code = elem::cast_transpose_element(x[r * cols + c], scale, thread);
+                codes[r * cols + c] = code;
+                transposed[c * rows + r] = code;
+              }
+              elem::merge(grid, thread);
+            }
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < cols; ++c) {
+          ASSERT_EQ(codes[r * cols + c], want[r * cols + c]) << r << ", " << c;
+          ASSERT_EQ(transposed[c * rows + r], want[r * cols + c]) << r << ", " << c << " transposed";
+        }
+      EXPECT_EQ(grid.saturated, want_saturated);
+      const float amax = num::bits_to_float(grid.amax_bits);
+      if (with_nan) {
+        EXPECT_TRUE(std::isnan(amax)) << amax;
+      } else {
+        EXPECT_EQ(amax, want_amax);
+      }
+    }
+}
+
 // ---- on a GPU ----------------------------------------------------------------------------------
 
 class CudaGpu : public ::testing::Test {
@@ -504,6 +557,42 @@ TEST_F(CudaGpu, TimerFlushAndClocksWork) {
   const nlohmann::json clocks = backend_->clocks();
   EXPECT_TRUE(clocks.at("source") == "nvml" || clocks.at("source") == "unavailable") << clocks.dump();
   EXPECT_TRUE(backend_->environment().at("cuda").at("runtime").is_string());
+}
+
+// The cast-transpose-amax kernel against the shared tile math on the host, on shapes of many
+// partial tiles and a grid of over 65535 blocks; a NaN amax of one call does not stick to the
+// next (the amax is zeroed before each launch).
+TEST_F(CudaGpu, CastTransposeAmaxMatchesTheHostTileMath) {
+  const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {4097, 33}, {33, 4097}, {8200, 8200}};
+  for (const auto& [rows, cols] : shapes)
+    for (bool with_nan : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << rows << " x " << cols << (with_nan ? " with a NaN" : ""));
+      const std::size_t n = rows * cols;
+      std::vector<elem::bf16_bits> x = filled<elem::bf16_bits>(n, 11);
+      if (with_nan) x[n - 1] = {0xFFC0};
+      const float scale_value = 200.0f;
+      DeviceBuffer src = backend_->allocate(DType::bf16, n), scale = backend_->allocate(DType::f32, 1);
+      DeviceBuffer codes = backend_->allocate(DType::e4m3, n), transposed = backend_->allocate(DType::e4m3, n);
+      DeviceBuffer amax = backend_->allocate(DType::f32, 1);
+      backend_->upload(src, x.data(), src.bytes());
+      backend_->upload(scale, &scale_value, sizeof scale_value);
+      backend_->cast_transpose_amax({&src, rows, cols, &scale, &codes, &transposed, &amax});
+      std::vector<std::uint8_t> got_codes(n), got_transposed(n), want_codes(n), want_transposed(n);
+      float got_amax = 0;
+      backend_->download(got_codes.data(), codes, n);
+      backend_->download(got_transposed.data(), transposed, n);
+      backend_->download(&got_amax, amax, sizeof got_amax);
+      elem::CastTransposeTotals totals;
+      elem::cast_transpose_tile(x.data(), rows, cols, 0, 0, rows, cols, scale_value, want_codes.data(),
+                                want_transposed.data(), totals);
+      EXPECT_TRUE(got_codes == want_codes);
+      EXPECT_TRUE(got_transposed == want_transposed);
+      const float want_amax = num::bits_to_float(totals.amax_bits);
+      EXPECT_EQ(std::isnan(got_amax), with_nan) << got_amax;
+      if (!with_nan) {
+        EXPECT_EQ(got_amax, want_amax);
+      }
+    }
 }
 
 }  // namespace

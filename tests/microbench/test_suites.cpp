@@ -325,6 +325,28 @@ TEST(GemmSuite, Fp8CasesMeasureTheirCastsFromBf16) {
   }
 }
 
+// The fused cast-transpose-amax: one case of the suite's element count as rows x 2048, its bytes
+// declared once (2 read, 2 written per element) and the rate derived from them; it runs.
+TEST(CastSuite, CastTransposeCaseCountsOneReadAndTwoCodeWrites) {
+  auto cpu = cpu::make_backend();
+  std::vector<CaseSpec> chosen;
+  for (auto& c : cases_of("cast", *cpu, {true, {"fp8-e4m3"}, {}}))
+    if (c.params["kernel"] == "bf16_to_e4m3_transpose_amax") chosen.push_back(c);
+  ASSERT_EQ(chosen.size(), 1u);
+  const CaseSpec& spec = chosen[0];
+  EXPECT_EQ(spec.precision, "fp8-e4m3");
+  const double elements = spec.params["elements"].get<double>();
+  EXPECT_EQ(elements, spec.params["rows"].get<double>() * spec.params["cols"].get<double>());
+  EXPECT_DOUBLE_EQ(spec.params["bytes"].get<double>(), 4.0 * elements);
+  SamplerConfig quick = SamplerConfig::quick();
+  quick.timeout_s = 1;
+  const RunOutcome outcome = run_cases(*cpu, chosen, quick, {}, nullptr);
+  ASSERT_EQ(outcome.cases.size(), 1u);
+  const CaseResult& r = outcome.cases[0];
+  ASSERT_EQ(r.status, CaseStatus::ok) << r.message;
+  EXPECT_DOUBLE_EQ(r.rates["gbps"].get<double>(), 4.0 * elements / r.seconds->median / 1e9);
+}
+
 TEST(PercentOfCopy, UsesTheCopyOfTheSameSize) {
   std::vector<CaseResult> cases(4);
   for (auto& c : cases) c.suite = "cast";
