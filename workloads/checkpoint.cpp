@@ -411,8 +411,13 @@ json batch_json(const CheckpointBatch& batch) {
     targets.push_back(
         std::vector<std::int32_t>(batch.targets.begin() + row, batch.targets.begin() + row + batch.seq_len));
   }
-  return {{"batch", batch.batch}, {"seq_len", batch.seq_len}, {"inputs", inputs}, {"targets", targets},
-          {"loss", batch.loss}};
+  json doc = {{"batch", batch.batch}, {"seq_len", batch.seq_len}, {"inputs", inputs}, {"targets", targets},
+              {"loss", batch.loss}};
+  if (!batch.in_mode.empty()) {
+    doc["in_mode"] = batch.in_mode;
+    doc["loss_in_mode"] = batch.loss_in_mode;
+  }
+  return doc;
 }
 
 // [batch][seq_len] tokens in [0, vocab), flattened; `field` of batch.json.
@@ -478,6 +483,12 @@ void check_batch(const CheckpointBatch& batch, const GptConfig& config, std::siz
   if (!batch.grads.empty() && batch.grads.size() != parameters) {
     throw bad(fmt::format("{} gradients for {} parameters", batch.grads.size(), parameters));
   }
+  if (!batch.in_mode.empty() && !std::isfinite(batch.loss_in_mode))
+    throw bad(fmt::format("the loss in {} is {}", batch.in_mode, batch.loss_in_mode));
+  if (!batch.grads_in_mode.empty() && (batch.in_mode.empty() || batch.grads_in_mode.size() != parameters)) {
+    throw bad(fmt::format("{} gradients in mode '{}' for {} parameters", batch.grads_in_mode.size(), batch.in_mode,
+                          parameters));
+  }
 }
 
 }  // namespace
@@ -493,6 +504,9 @@ void write_checkpoint(const fs::path& dir, const GptConfig& config, const std::v
     write_file_atomically(fresh / "batch.json", batch_json(batch).dump() + "\n");
     if (!batch.grads.empty())
       write_file_atomically(fresh / "grads.safetensors", safetensors(config, tensors, batch.grads, {{"format", "pt"}}));
+    if (!batch.grads_in_mode.empty())
+      write_file_atomically(fresh / "grads_in_mode.safetensors",
+                            safetensors(config, tensors, batch.grads_in_mode, {{"format", "pt"}}));
   });
 }
 
@@ -543,7 +557,7 @@ CheckpointBatch evaluate_batch(Gpt2Model<float>& model, const TokenBatch& batch)
     throw UsageError(fmt::format("cannot evaluate a batch of {} x {} tokens with {} inputs and {} targets", batch.batch,
                                  batch.seq_len, batch.inputs.size(), batch.targets.size()));
   }
-  CheckpointBatch out{batch.batch, batch.seq_len, batch.inputs, batch.targets, 0.0, {}};
+  CheckpointBatch out{batch.batch, batch.seq_len, batch.inputs, batch.targets, 0.0, {}, {}, 0.0, {}};
   model.zero_grad();
   out.loss = model.forward(batch.inputs.data(), batch.targets.data());
   model.backward(1.0);

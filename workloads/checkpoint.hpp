@@ -9,9 +9,12 @@
 //   config.json        a GPT2Config, plus an "mpbench" object: config name, vocab_pad, info
 //   batch.json         a batch and mpbench's mean loss on it (when one is given)
 //   grads.safetensors  the gradient of that loss, named and laid out as model.safetensors
+//   grads_in_mode.safetensors  (fp8 modes) the gradient of the same batch evaluated in the trained
+//                      mode by a fresh model and quantizer (batch.json's loss_in_mode), same layout
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +32,11 @@ struct CheckpointBatch {
   std::vector<std::int32_t> targets;  // [batch, seq_len]: the next token at each position
   double loss = 0;                    // mean cross-entropy over the batch
   std::vector<float> grads;           // d loss / d params in the parameter buffer's layout; may be empty
+  // The same batch evaluated in another mode (the fp8 modes' checkpoints: the trained mode, a fresh
+  // model and quantizer): its name, mean loss and gradient (laid out as grads). Empty name: none.
+  std::string in_mode;
+  double loss_in_mode = 0;
+  std::vector<float> grads_in_mode;
 };
 
 struct Checkpoint {

@@ -358,19 +358,37 @@ nlohmann::json gemm_algorithms_json(const TransformerOps<float>& ops, amp::Mode 
 }
 
 // The checkpoint holds the fp32 weights (the master copy) and their loss and gradient on the next
-// batch computed in fp32, which PyTorch can check whatever mode trained them.
+// batch computed in fp32, which PyTorch can check whatever mode trained them; for the fp8 modes also
+// that batch's loss and gradient in the mode (loss_in_mode, grads_in_mode.safetensors).
 void write_mode_checkpoint(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run,
                            TransformerOps<float>& ops, TokenSource& data, CaseResult& result) {
   const auto dir = std::filesystem::path(plan.checkpoint_out) / std::string(amp::mode_name(mode));
   Gpt2Model<float> model(plan.config, plan.train.batch, plan.train.seq_len, ops, amp::Mode::fp32);
   model.upload_params(run.final_weights);
-  const CheckpointBatch batch = evaluate_batch(model, data.next_batch(plan.train.batch, plan.train.seq_len));
+  const TokenBatch tokens = data.next_batch(plan.train.batch, plan.train.seq_len);
+  CheckpointBatch batch = evaluate_batch(model, tokens);
+  // The fp8 modes also evaluate that batch in the mode itself, as the trainer's first step would
+  // on these weights: the working copy rounded to the mode's weight storage, a fresh quantizer
+  // (fp8-delayed: every scale 1), the backward's gradients before clipping and the optimizer, for
+  // the independent check of the recipe (tests/python/test_fp8_first_step.py).
+  if (fp8_recipe(mode) != Fp8Recipe::none) {
+    Gpt2Model<float> in_mode(plan.config, plan.train.batch, plan.train.seq_len, ops, mode);
+    ops.fp8().configure(fp8_recipe(mode), plan.train.fp8_history, plan.train.fp8_margin);
+    in_mode.upload_params(run.final_weights);
+    ops.round_to(in_mode.params(), in_mode.parameter_count(), in_mode.policy().weight_storage);
+    const CheckpointBatch evaluated = evaluate_batch(in_mode, tokens);
+    ops.fp8().take_step_details();  // not a training step's counts
+    batch.in_mode = amp::mode_name(mode);
+    batch.loss_in_mode = evaluated.loss;
+    batch.grads_in_mode = evaluated.grads;
+  }
   const nlohmann::json info = {{"trained_mode", amp::mode_name(mode)},
                                {"steps", plan.train.steps},
                                {"seed", plan.train.seed},
                                {"final_loss_in_mode", result.details["final_loss"]}};
   write_checkpoint(dir, plan.config, model.tensors(), run.final_weights, batch, info);
   result.details["checkpoint"] = {{"dir", dir.string()}, {"fp32_batch_loss", batch.loss}};
+  if (!batch.in_mode.empty()) result.details["checkpoint"]["batch_loss_in_mode"] = batch.loss_in_mode;
 }
 
 // The category of an op of the model, for the breakdown of a CPU run (explain folds GPU GEMM
