@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
@@ -47,23 +48,14 @@ ResultDocument load_peer(const ExplainArgs& args, const ResultDocument& document
   return peer;
 }
 
-// The document of --against: mpbench's, of the same suites, not PyTorch's.
-ResultDocument load_against(const ExplainArgs& args) {
-  ResultDocument old = load_result(args.against);
-  if (compare::is_torch_document(old))
-    throw UsageError(fmt::format("--against '{}' is PyTorch's document (backend torch): --against takes an mpbench "
-                                 "document of the same cases, --peer PyTorch's",
-                                 args.against));
-  return old;
-}
-
-// The document of --noise: mpbench's run of the same cases with another --seed.
-ResultDocument load_noise(const ExplainArgs& args) {
-  ResultDocument other = load_result(args.noise);
+// The mpbench document a second option names (--against, --noise), refused when it is PyTorch's;
+// `takes` says what the option takes instead.
+ResultDocument load_other_mpbench_document(const std::string& option, const std::string& path,
+                                           std::string_view takes) {
+  ResultDocument other = load_result(path);
   if (compare::is_torch_document(other))
-    throw UsageError(fmt::format("--noise '{}' is PyTorch's document (backend torch): --noise takes mpbench's run of "
-                                 "the same cases with another --seed",
-                                 args.noise));
+    throw UsageError(fmt::format("{} '{}' is PyTorch's document (backend torch): {} takes {}", option, path, option,
+                                 takes));
   return other;
 }
 
@@ -75,7 +67,9 @@ int run_explain(const ExplainArgs& args) {
   if (args.result.empty()) throw UsageError("explain: result is required: see mpbench explain --help");  // as CLI11 says it
   const ResultDocument document = load_result(args.result);
   const auto peer = args.peer.empty() ? std::optional<ResultDocument>() : load_peer(args, document);
-  const auto noise = args.noise.empty() ? std::optional<ResultDocument>() : load_noise(args);
+  const auto noise = args.noise.empty() ? std::optional<ResultDocument>()
+                                         : load_other_mpbench_document("--noise", args.noise,
+                                                                       "mpbench's run of the same cases with another --seed");
   auto explanation = [&] {
     try {
       return profiler::explain(document, args.baseline, noise ? &*noise : nullptr);
@@ -88,7 +82,8 @@ int run_explain(const ExplainArgs& args) {
     explanation.peer = profiler::peer_findings(document, *peer, args.baseline);
   }
   if (!args.against.empty()) {
-    const ResultDocument old = load_against(args);
+    const ResultDocument old = load_other_mpbench_document(
+        "--against", args.against, "an mpbench document of the same cases, --peer PyTorch's");
     explanation.against_label = args.against;
     try {
       explanation.against = profiler::against_findings(document, explanation, old, args.baseline);
