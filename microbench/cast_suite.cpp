@@ -34,6 +34,11 @@ std::int64_t cast_elements(const Backend& backend, bool quick) {
   return quick ? (4ll << 20) : (16ll << 20);
 }
 
+// The case's declared bytes over its median time.
+void add_gbps(const CaseSpec& spec, CaseResult& r) {
+  r.rates["gbps"] = spec.params["bytes"].get<double>() / r.seconds->median / 1e9;
+}
+
 // No flush between samples: the arrays are larger than the cache, a flush would only add noise.
 CaseResult measure_cast(const CaseSpec& spec, CastKind kind, std::int64_t n, Backend& backend,
                         const SamplerConfig& config, CaseProfiler* profiler) {
@@ -48,7 +53,7 @@ CaseResult measure_cast(const CaseSpec& spec, CastKind kind, std::int64_t n, Bac
   const CastArgs args = kind == CastKind::bf16_to_e4m3_scaled ? CastArgs{&source, &destination, nullptr, &amax, 0, &scale}
                                                               : CastArgs{&source, &destination, &scale, &amax, 22};
   CaseResult r = measure_case(spec, backend, [&] { backend.cast(kind, args); }, config.without_flush(), profiler);
-  r.rates["gbps"] = spec.params["bytes"].get<double>() / r.seconds->median / 1e9;
+  add_gbps(spec, r);
   return r;
 }
 
@@ -59,7 +64,7 @@ CaseResult measure_copy(const CaseSpec& spec, std::int64_t n, Backend& backend, 
   backend.fill_uniform(a, 23, -4.0f, 4.0f);
   CaseResult r = measure_case(spec, backend, [&] { backend.stream(StreamKernel::copy, a, a, c, 0); },
                               config.without_flush(), profiler);
-  r.rates["gbps"] = spec.params["bytes"].get<double>() / r.seconds->median / 1e9;
+  add_gbps(spec, r);
   return r;
 }
 
@@ -80,7 +85,7 @@ CaseResult measure_cast_transpose(const CaseSpec& spec, std::size_t rows, std::s
   const CastTransposeArgs args{&source, rows, cols, &scale, &codes, &transposed, &amax};
   CaseResult r = measure_case(spec, backend, [&] { backend.cast_transpose_amax(args); }, config.without_flush(),
                               profiler);
-  r.rates["gbps"] = spec.params["bytes"].get<double>() / r.seconds->median / 1e9;
+  add_gbps(spec, r);
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/stats.hpp"
 #include "profiler/causes.hpp"
@@ -97,13 +98,19 @@ std::optional<double> end_to_end_seconds(const CaseResult& c) {
   return number_at(c.details, {"quantize", "end_to_end_seconds"});
 }
 
-// The ok bf16 case of the same shape and backend in the document.
-const CaseResult* bf16_twin(const ResultDocument& doc, const CaseResult& c) {
+// The ok case of `doc` with c's suite, name and backend in `precision` that `usable` accepts.
+template <typename Usable>
+const CaseResult* twin_in(const ResultDocument& doc, const CaseResult& c, std::string_view precision, Usable usable) {
   for (const auto& other : doc.cases)
-    if (other.suite == c.suite && other.name == c.name && other.backend == c.backend && other.precision == "bf16" &&
-        other.status == CaseStatus::ok && other.seconds)
+    if (other.suite == c.suite && other.name == c.name && other.backend == c.backend && other.precision == precision &&
+        other.status == CaseStatus::ok && usable(other))
       return &other;
   return nullptr;
+}
+
+// The ok bf16 case of the same shape and backend in the document.
+const CaseResult* bf16_twin(const ResultDocument& doc, const CaseResult& c) {
+  return twin_in(doc, c, "bf16", [](const CaseResult& other) { return other.seconds.has_value(); });
 }
 
 // Per square size N of the document (params.group "square", backend `backend`): whether fp8-e4m3
@@ -127,14 +134,12 @@ std::optional<double> crossover(const std::map<double, bool>& fp8_wins) {
   return from;
 }
 
+bool has_final_loss(const CaseResult& c) { return number_at(c.details, {"final_loss"}).has_value(); }
+
 // The ok training case of `doc` with c's name and backend in amp-bf16, else in bf16, with a final loss.
 const CaseResult* bf16_training_twin(const ResultDocument& doc, const CaseResult& c) {
-  for (const char* precision : {"amp-bf16", "bf16"})
-    for (const auto& other : doc.cases)
-      if (other.suite == c.suite && other.name == c.name && other.backend == c.backend &&
-          other.precision == precision && other.status == CaseStatus::ok && number_at(other.details, {"final_loss"}))
-        return &other;
-  return nullptr;
+  const CaseResult* amp = twin_in(doc, c, "amp-bf16", has_final_loss);
+  return amp ? amp : twin_in(doc, c, "bf16", has_final_loss);
 }
 
 // How far two bf16 runs' final losses lie apart, and where that figure came from.
@@ -150,8 +155,8 @@ LossNoise loss_noise(const CaseResult& bf16, const ResultDocument* bf16_noise) {
     return LossNoise{floor, {{"kind", "threshold"}, {"relative", threshold("fp8_loss_drift")}, {"why", std::move(why)}}};
   };
   if (!bf16_noise) return rule_floor("no second bf16 run given (explain --noise)");
-  const CaseResult* other = bf16_training_twin(*bf16_noise, bf16);
-  if (!other || other->precision != bf16.precision)
+  const CaseResult* other = twin_in(*bf16_noise, bf16, bf16.precision, has_final_loss);
+  if (!other)
     return rule_floor(fmt::format("the --noise document has no ok {} case {}", bf16.precision, bf16.name));
   const double other_loss = *number_at(other->details, {"final_loss"});
   if (other_loss == loss) return rule_floor("the two bf16 runs gave the same final loss: run the second with another --seed");

@@ -208,20 +208,15 @@ void ReferenceBackend::stream(StreamKernel kernel, const DeviceBuffer& a, const 
   });
 }
 
-// Element by element in row-major order, on one thread: each code stored at (r, c) and (c, r).
+// Element by element in row-major order, on one thread: the whole matrix as one tile, each code
+// stored at (r, c) and (c, r).
 void ReferenceBackend::cast_transpose_amax(const CastTransposeArgs& args) {
   check_cast_transpose_arguments(args);
-  const auto* x = static_cast<const elem::bf16_bits*>(args.source->data());
-  auto* codes = static_cast<std::uint8_t*>(args.codes->data());
-  auto* transposed = static_cast<std::uint8_t*>(args.transposed->data());
-  const float scale = *static_cast<const float*>(args.scale->data());
   elem::CastTransposeTotals totals;
-  for (std::size_t r = 0; r < args.rows; ++r)
-    for (std::size_t c = 0; c < args.cols; ++c) {
-      const std::uint8_t code = elem::cast_transpose_element(x[r * args.cols + c], scale, totals);
-      codes[r * args.cols + c] = code;
-      transposed[c * args.rows + r] = code;
-    }
+  elem::cast_transpose_tile(static_cast<const elem::bf16_bits*>(args.source->data()), args.rows, args.cols, 0, 0,
+                            args.rows, args.cols, *static_cast<const float*>(args.scale->data()),
+                            static_cast<std::uint8_t*>(args.codes->data()),
+                            static_cast<std::uint8_t*>(args.transposed->data()), totals);
   *static_cast<float*>(args.amax->data()) = num::bits_to_float(totals.amax_bits);
 }
 
