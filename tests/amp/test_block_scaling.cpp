@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/test_seed.hpp"
+
 namespace {
 
 using namespace mpbench::amp;
@@ -155,11 +157,7 @@ void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std
   EXPECT_EQ(stats.nan_blocks, ref.nan_blocks);
 }
 
-// Seeded from the system each run (fresh inputs), or from MPB_TEST_SEED to reproduce a failure.
-uint32_t test_seed() {
-  if (const char* s = std::getenv("MPB_TEST_SEED")) return uint32_t(std::strtoul(s, nullptr, 10));
-  return std::random_device{}();
-}
+using mpbench::testing_support::test_seed;
 
 // Blocks spanning many binades: each block has its own top binade in [-150, 127] and a spread
 // of 0..40 binades below it, random signs, 24-bit significands, some zeros and fp32 subnormals.

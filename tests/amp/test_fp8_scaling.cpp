@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_seed.hpp"
+
 namespace {
 
 using namespace mpbench::amp;
@@ -135,11 +137,7 @@ TEST(DelayedScaling, ScaledRoundTripIsAccurateAfterOneStep) {
 
 // ---- the vectorized loops against the scalar per-element functions --------------------------------
 
-// Seeded from the system each run (fresh inputs), or from MPB_TEST_SEED to reproduce a failure.
-uint32_t test_seed() {
-  if (const char* s = std::getenv("MPB_TEST_SEED")) return uint32_t(std::strtoul(s, nullptr, 10));
-  return std::random_device{}();
-}
+using mpbench::testing_support::test_seed;
 
 // quantize_fp8 with the underflow count the whole-tensor loops add: the scalar oracle.
 struct ScalarCode {

@@ -31,6 +31,7 @@
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "tests/cpu_expectations.hpp"
+#include "tests/test_seed.hpp"
 
 namespace mpbench {
 namespace {
@@ -674,11 +675,7 @@ TEST(CpuConversions, NarrowingAndRoundingThroughAreTheFormatsRounding) {
 
 // ---- the fused cast-transpose-amax (bf16 -> e4m3 codes, their transpose, amax) -------------------
 
-// Seeded from the system each run (fresh inputs), or from MPB_TEST_SEED to reproduce a failure.
-std::uint64_t cast_transpose_seed() {
-  if (const char* s = std::getenv("MPB_TEST_SEED")) return std::strtoull(s, nullptr, 10);
-  return std::random_device{}();
-}
+using mpbench::testing_support::test_seed;
 
 struct CastTransposed {
   std::vector<std::uint8_t> codes, transposed;
@@ -752,7 +749,7 @@ const std::pair<std::size_t, std::size_t> kCastTransposeShapes[] = {{1, 1},  {1,
 // and the reference's loop against the hand-written op, bit for bit, on fresh inputs each run at
 // scales that keep values in range, push many past 448 (saturation) or below e4m3's subnormals.
 TEST_F(CpuElementLoops, CastTransposeAmaxMatchesTheHandWrittenLoopOnEveryShape) {
-  const std::uint64_t seed = cast_transpose_seed();
+  const std::uint64_t seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
   std::mt19937_64 random(seed);
   for (const auto& [rows, cols] : kCastTransposeShapes)
@@ -772,7 +769,7 @@ TEST_F(CpuElementLoops, CastTransposeAmaxMatchesTheHandWrittenLoopOnEveryShape) 
 // magnitude scaled to 448 gives +-448, inf saturates, NaN stays NaN with its sign, -0 keeps its sign.
 TEST_F(CpuElementLoops, CastTransposeAmaxIsNanWithANanAndSaturatesInfinities) {
   const std::size_t rows = 37, cols = 45;
-  std::mt19937_64 random(cast_transpose_seed());
+  std::mt19937_64 random(test_seed());
   std::vector<std::uint16_t> x = random_bf16(random(), rows * cols);  // all below 2^30
   x[2 * cols + 5] = 0xCF00;                                         // -2^31
   const float scale = 448.0f / 0x1p31f;
@@ -801,7 +798,7 @@ TEST_F(CpuElementLoops, CastTransposeAmaxIsNanWithANanAndSaturatesInfinities) {
 // The shared tile math's totals: the saturation count is the scalar quantize_fp8's (values
 // pushed past 448, infinities included, NaNs not), whatever the tiling; merge adds them up.
 TEST(CastTransposeMath, TilesCountSaturationAsTheScalarQuantizer) {
-  std::mt19937_64 random(cast_transpose_seed());
+  std::mt19937_64 random(test_seed());
   const std::size_t rows = 70, cols = 41;
   const auto source = cast_transpose_input(random, rows * cols, true);
   const float scale = 0x1p10f;
