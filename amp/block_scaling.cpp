@@ -18,8 +18,8 @@ bool is_e4m3(num::Format f, const char* what) {
 // Every block of a rows x cols matrix (mx_quantize_rows's layout), blocks shared among the threads:
 // the block's amax, its scale code, then its elements as mx_quantize_element does them (a NaN
 // scale: every element 0x7F, nothing counted).
-void quantize_blocks(const float* x, std::size_t rows, std::size_t cols, bool e4m3, uint8_t* out, uint8_t* scales,
-                     BlockQuantizeStats& stats) {
+void quantize_blocks(const float* x, std::size_t rows, std::size_t cols, bool e4m3, MxScaleRounding rounding,
+                     uint8_t* out, uint8_t* scales, BlockQuantizeStats& stats) {
   const std::size_t per_row = mx_blocks_per_row(cols), blocks = rows * per_row;
   uint64_t saturated = 0, underflowed = 0, nan_blocks = 0;
 #pragma omp parallel for schedule(static) reduction(+ : saturated, underflowed, nan_blocks) \
@@ -28,7 +28,7 @@ void quantize_blocks(const float* x, std::size_t rows, std::size_t cols, bool e4
     const std::size_t r = block / per_row, b = block % per_row;
     const std::size_t begin = r * cols + b * kMxBlockSize;
     const std::size_t n = std::min<std::size_t>(kMxBlockSize, cols - b * kMxBlockSize);
-    const uint8_t code = mx_scale_code(num::bits_to_float(amax_bits_serial(x + begin, n)), e4m3);
+    const uint8_t code = mx_scale_code(num::bits_to_float(amax_bits_serial(x + begin, n)), e4m3, rounding);
     scales[block] = code;
     if (code == kE8m0Nan) {
       nan_blocks += 1;
@@ -76,7 +76,7 @@ struct StripScratch {
 // runs along contiguous columns.
 template <bool E4m3>
 [[gnu::always_inline]] inline uint64_t strip_scales(const float* x, std::size_t height, std::size_t cols,
-                                                    uint8_t* scales, StripScratch& s) {
+                                                    MxScaleRounding rounding, uint8_t* scales, StripScratch& s) {
   uint32_t* amax = s.amax.data();
   std::fill(amax, amax + cols, 0u);
   for (std::size_t r = 0; r < height; ++r) {
@@ -86,7 +86,7 @@ template <bool E4m3>
   }
   uint64_t nan_blocks = 0;
   for (std::size_t c = 0; c < cols; ++c) {
-    const uint8_t code = mx_scale_code(num::bits_to_float(amax[c]), E4m3);
+    const uint8_t code = mx_scale_code(num::bits_to_float(amax[c]), E4m3, rounding);
     scales[c] = code;
     s.finite[c] = code != kE8m0Nan ? 1u : 0u;
     s.scale[c] = code != kE8m0Nan ? pow2_f32(kE8m0Bias - int(code)) : 0.0f;
@@ -99,9 +99,10 @@ template <bool E4m3>
 // does them (a NaN-scale column's elements are 0x7F and not counted), selected without branches.
 template <bool E4m3>
 [[gnu::always_inline]] inline ColumnCounts quantize_strip(const float* x, std::size_t height, std::size_t cols,
-                                                          uint8_t* out, uint8_t* scales, StripScratch& s) {
+                                                          MxScaleRounding rounding, uint8_t* out, uint8_t* scales,
+                                                          StripScratch& s) {
   ColumnCounts counts;
-  counts.nan_blocks = strip_scales<E4m3>(x, height, cols, scales, s);
+  counts.nan_blocks = strip_scales<E4m3>(x, height, cols, rounding, scales, s);
   const float* scale = s.scale.data();
   const uint32_t* finite = s.finite.data();
   for (std::size_t r = 0; r < height; ++r) {
@@ -123,17 +124,19 @@ template <bool E4m3>
 }
 
 template <bool E4m3>
-ColumnCounts quantize_strip_baseline(const float* x, std::size_t height, std::size_t cols, uint8_t* out,
-                                     uint8_t* scales, StripScratch& s) {
-  return quantize_strip<E4m3>(x, height, cols, out, scales, s);
+ColumnCounts quantize_strip_baseline(const float* x, std::size_t height, std::size_t cols, MxScaleRounding rounding,
+                                     uint8_t* out, uint8_t* scales, StripScratch& s) {
+  return quantize_strip<E4m3>(x, height, cols, rounding, out, scales, s);
 }
 template <bool E4m3>
-MPB_FP8_AVX512 ColumnCounts quantize_strip_avx512(const float* x, std::size_t height, std::size_t cols, uint8_t* out,
-                                                  uint8_t* scales, StripScratch& s) {
-  return quantize_strip<E4m3>(x, height, cols, out, scales, s);
+MPB_FP8_AVX512 ColumnCounts quantize_strip_avx512(const float* x, std::size_t height, std::size_t cols,
+                                                  MxScaleRounding rounding, uint8_t* out, uint8_t* scales,
+                                                  StripScratch& s) {
+  return quantize_strip<E4m3>(x, height, cols, rounding, out, scales, s);
 }
 
-using StripKernel = ColumnCounts (*)(const float*, std::size_t, std::size_t, uint8_t*, uint8_t*, StripScratch&);
+using StripKernel = ColumnCounts (*)(const float*, std::size_t, std::size_t, MxScaleRounding, uint8_t*, uint8_t*,
+                                     StripScratch&);
 
 StripKernel strip_kernel(bool e4m3) {
   if (fp8_loop_isa() == Fp8LoopIsa::avx512) return e4m3 ? &quantize_strip_avx512<true> : &quantize_strip_avx512<false>;
@@ -142,8 +145,13 @@ StripKernel strip_kernel(bool e4m3) {
 
 }  // namespace
 
+const char* mx_scale_rounding_name(MxScaleRounding rounding) {
+  return rounding == MxScaleRounding::up ? "up" : "down";
+}
+
 BlockQuantizeStats mx_quantize_rows(std::span<const float> x, std::size_t rows, std::size_t cols,
-                                    num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales) {
+                                    num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales,
+                                    MxScaleRounding rounding) {
   const bool e4m3 = is_e4m3(element, "mx_quantize");
   const std::size_t per_row = mx_blocks_per_row(cols);
   if (x.size() != rows * cols || out.size() < x.size() || scales.size() < rows * per_row) {
@@ -152,7 +160,7 @@ BlockQuantizeStats mx_quantize_rows(std::span<const float> x, std::size_t rows, 
   BlockQuantizeStats stats;
   stats.elements = x.size();
   stats.blocks = rows * per_row;
-  quantize_blocks(x.data(), rows, cols, e4m3, out.data(), scales.data(), stats);
+  quantize_blocks(x.data(), rows, cols, e4m3, rounding, out.data(), scales.data(), stats);
   return stats;
 }
 
@@ -175,8 +183,8 @@ void mx_dequantize_rows(std::span<const uint8_t> q, std::span<const uint8_t> sca
 }
 
 BlockQuantizeStats mx_quantize(std::span<const float> x, num::Format element, std::span<uint8_t> out,
-                               std::span<uint8_t> scales) {
-  return mx_quantize_rows(x, 1, x.size(), element, out, scales);
+                               std::span<uint8_t> scales, MxScaleRounding rounding) {
+  return mx_quantize_rows(x, 1, x.size(), element, out, scales, rounding);
 }
 
 void mx_dequantize(std::span<const uint8_t> q, std::span<const uint8_t> scales, num::Format element,
@@ -185,7 +193,8 @@ void mx_dequantize(std::span<const uint8_t> q, std::span<const uint8_t> scales, 
 }
 
 BlockQuantizeStats mx_quantize_columns(std::span<const float> x, std::size_t rows, std::size_t cols,
-                                       num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales) {
+                                       num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales,
+                                       MxScaleRounding rounding) {
   const bool e4m3 = is_e4m3(element, "mx_quantize_columns");
   const std::size_t strips = mx_blocks_per_row(rows);
   if (x.size() != rows * cols || out.size() < x.size() || scales.size() < strips * cols) {
@@ -203,7 +212,8 @@ BlockQuantizeStats mx_quantize_columns(std::span<const float> x, std::size_t row
     for (std::size_t s = 0; s < strips; ++s) {
       const std::size_t first = s * kMxBlockSize, height = std::min<std::size_t>(kMxBlockSize, rows - first);
       const ColumnCounts counts =
-          kernel(x.data() + first * cols, height, cols, out.data() + first * cols, scales.data() + s * cols, scratch);
+          kernel(x.data() + first * cols, height, cols, rounding, out.data() + first * cols, scales.data() + s * cols,
+                 scratch);
       saturated += counts.saturated;
       underflowed += counts.underflowed;
       nan_blocks += counts.nan_blocks;

@@ -15,6 +15,12 @@
 //   1.75 * 2^15). The largest element then lands in [2^emax, 2^(emax+1)), so it may exceed the
 //   element's max finite: elements are x / X converted with round to nearest, ties to even, and
 //   saturation to the max finite (the spec clamps normal numbers to the max normal).
+// - The scale rounding (MxScaleRounding): `down` is the spec's floor rule above; `up` is Transformer
+//   Engine's MXFP8 rule, X = 2^ceil(log2(amax / max_elem)) (its float_to_e8m0 of amax / 448 rounds a
+//   quotient with nonzero mantissa bits up), the smallest power of two that puts amax at or below
+//   the element's max finite: no element saturates, and the block's largest element sits in
+//   (max/2, max] instead of [2^emax, 2^(emax+1)). The two agree when amax's significand is at most
+//   the max finite's (1.75 for e4m3 and e5m2); above it `up` is twice `down`.
 // - Choices where the spec leaves room (documented in docs/amp.md):
 //   * amax = 0 (a block of zeros): scale code 0 (2^-127), the smallest scale; elements are +-0.
 //   * A shared exponent below -127 (amax < 2^-119 for e4m3) is clamped to -127, as the reference
@@ -24,9 +30,12 @@
 //     range; the reference implementation maps a shared exponent above 127 to NaN, and a NaN scale
 //     makes every element of the block decode to NaN (the spec's rule for a NaN scale). Elements
 //     are stored as 0x7F (a NaN in both element formats).
-// - Finite fp32 inputs never need a scale above 2^119, so X * element never overflows fp32, and
-//   x * 2^-e and element * 2^e are exact in fp32 (IEEE, no flush to zero) except where the scaled
-//   value is below fp32's normal range, far below the fp8 subnormals (it rounds to zero either way).
+// - Finite fp32 inputs never need a scale above 2^119 rounding down, so X * element never
+//   overflows fp32, and x * 2^-e and element * 2^e are exact in fp32 (IEEE, no flush to zero)
+//   except where the scaled value is below fp32's normal range, far below the fp8 subnormals (it
+//   rounds to zero either way). Rounding up, a block whose amax is above 1.75 * 2^127 gets
+//   X = 2^120, and its elements of 256 or more (x rounded up to 2^128 or beyond) dequantize to
+//   +-inf in fp32: the MX value exists, fp32 has no number for it.
 //
 // Counts, per tensor (issue 31 item 2): `saturated` = elements the clamp changed (the conversion
 // without saturation would have overflowed; a value between max finite and the rounding boundary
@@ -105,12 +114,33 @@ MPB_HD uint8_t f32_to_e8m0(float x) {
 // Exponent of the element format's largest normal number (OCP MX: emax_elem).
 MPB_HD constexpr int mx_emax_elem(bool e4m3) { return e4m3 ? 8 : 15; }
 
+// How a block's power-of-two scale is chosen from its amax (above): the OCP spec's floor rule, or
+// Transformer Engine's round-up.
+enum class MxScaleRounding { down, up };
+const char* mx_scale_rounding_name(MxScaleRounding rounding);  // "down", "up"
+
+// The 23 fraction bits of x's significand in [1, 2), x positive and finite (subnormals normalized).
+MPB_HD uint32_t significand_fraction_f32(float x) {
+  const uint32_t bits = num::float_to_bits(x) & 0x7FFFFFFFu;
+  if ((bits >> 23) != 0) return bits & 0x7FFFFFu;
+  const int top_bit = floor_log2_f32(x) + 149;  // the subnormal's leading one, bit 0..22
+  return (bits << (23 - top_bit)) & 0x7FFFFFu;
+}
+
+// The fraction bits of e4m3's and e5m2's largest finite significand, 1.75.
+constexpr uint32_t kFp8MaxFraction = 0x600000u;
+
 // The block's scale code from its amax (NaN if any element was NaN, inf if one was infinite).
-MPB_HD uint8_t mx_scale_code(float amax, bool e4m3) {
+// up: one binade above down when amax's significand exceeds the element max's (1.75), so that
+// amax / X <= max finite.
+MPB_HD uint8_t mx_scale_code(float amax, bool e4m3, MxScaleRounding rounding = MxScaleRounding::down) {
   const uint32_t bits = num::float_to_bits(amax) & 0x7FFFFFFFu;
   if (bits >= 0x7F800000u) return kE8m0Nan;  // NaN or inf in the block
   if (bits == 0) return 0;                   // all zeros: the smallest scale, 2^-127
-  return e8m0_from_exponent(floor_log2_f32(amax) - mx_emax_elem(e4m3));
+  const float magnitude = num::bits_to_float(bits);
+  int exponent = floor_log2_f32(magnitude) - mx_emax_elem(e4m3);
+  if (rounding == MxScaleRounding::up && significand_fraction_f32(magnitude) > kFp8MaxFraction) exponent += 1;
+  return e8m0_from_exponent(exponent);
 }
 
 // One element of a block: x / X to the element format, RNE, saturating. The division is a
@@ -134,10 +164,10 @@ MPB_HD float mx_dequantize_element(uint8_t q, uint8_t scale_code, bool e4m3) {
 // One block of n (1..32) consecutive elements; returns its scale code. A NaN-scale block does
 // not count saturations or underflows.
 MPB_HD uint8_t mx_quantize_block(const float* x, int n, bool e4m3, uint8_t* out, uint32_t& saturated,
-                                 uint32_t& underflowed) {
+                                 uint32_t& underflowed, MxScaleRounding rounding = MxScaleRounding::down) {
   uint32_t amax_bits = 0;
   for (int i = 0; i < n; ++i) amax_bits = fold_amax_bits(amax_bits, x[i]);
-  const uint8_t code = mx_scale_code(num::bits_to_float(amax_bits), e4m3);
+  const uint8_t code = mx_scale_code(num::bits_to_float(amax_bits), e4m3, rounding);
   for (int i = 0; i < n; ++i) out[i] = mx_quantize_element(x[i], code, e4m3, saturated, underflowed);
   return code;
 }
@@ -162,7 +192,7 @@ constexpr std::size_t mx_blocks_per_row(std::size_t cols) { return (cols + kMxBl
 // A flat tensor: blocks of 32 consecutive elements, the last one shorter when n % 32 != 0.
 // `element` is Format::e4m3 or Format::e5m2; out holds n codes, scales mx_blocks_per_row(n).
 BlockQuantizeStats mx_quantize(std::span<const float> x, num::Format element, std::span<uint8_t> out,
-                               std::span<uint8_t> scales);
+                               std::span<uint8_t> scales, MxScaleRounding rounding = MxScaleRounding::down);
 void mx_dequantize(std::span<const uint8_t> q, std::span<const uint8_t> scales, num::Format element,
                    std::span<float> out);
 
@@ -170,7 +200,8 @@ void mx_dequantize(std::span<const uint8_t> q, std::span<const uint8_t> scales, 
 // cuBLASLt's VEC32_UE8M0 scales are): each row has mx_blocks_per_row(cols) scales, row after row,
 // with a tail block per row when cols % 32 != 0.
 BlockQuantizeStats mx_quantize_rows(std::span<const float> x, std::size_t rows, std::size_t cols,
-                                    num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales);
+                                    num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales,
+                                    MxScaleRounding rounding = MxScaleRounding::down);
 void mx_dequantize_rows(std::span<const uint8_t> q, std::span<const uint8_t> scales, std::size_t rows,
                         std::size_t cols, num::Format element, std::span<float> out);
 
@@ -179,7 +210,8 @@ void mx_dequantize_rows(std::span<const uint8_t> q, std::span<const uint8_t> sca
 // rows % 32 != 0, its scale scales[s * cols + c]. The codes and counts of mx_quantize_rows on x^T,
 // in x's layout, without transposing (Transformer Engine's columnwise MXFP8 copy).
 BlockQuantizeStats mx_quantize_columns(std::span<const float> x, std::size_t rows, std::size_t cols,
-                                       num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales);
+                                       num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales,
+                                    MxScaleRounding rounding = MxScaleRounding::down);
 void mx_dequantize_columns(std::span<const uint8_t> q, std::span<const uint8_t> scales, std::size_t rows,
                            std::size_t cols, num::Format element, std::span<float> out);
 

@@ -102,6 +102,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fp8-margin", t.fp8_margin,
                   "fp8-delayed and fp8-current: scales divided by 2^margin (headroom against growing amax), 0 to 30")
       ->check(CLI::Range(0, 30))->capture_default_str()->group(training);
+  cmd->add_option("--mx-scale-rounding", t.mx_scale_rounding,
+                  "mxfp8: each 32-element block's power-of-two scale from its amax: down (the OCP MX spec, "
+                  "2^(floor(log2 amax) - 8); the block's top values may saturate at 448) or up (Transformer Engine, "
+                  "2^ceil(log2(amax / 448)); none saturates)")
+      ->check(CLI::IsMember({"down", "up"}))->capture_default_str()->group(training);
   cmd->add_option("--vocab-pad", t.vocab_pad, "pad the vocabulary to a multiple of this (64 gives llm.c's 50304; 1 keeps 50257)")
       ->check(kPositive)->capture_default_str()->group(training);
   cmd->add_option("--attention", t.attention,

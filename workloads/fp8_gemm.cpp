@@ -4,7 +4,8 @@
 #include <span>
 #include <stdexcept>
 
-#include "amp/block_scaling.hpp"
+#include "core/error.hpp"
+
 
 namespace mpbench::workloads {
 namespace {
@@ -40,12 +41,19 @@ std::string_view fp8_recipe_name(Fp8Recipe recipe) {
   return "none";
 }
 
-void Fp8GemmQuantizer::configure(Fp8Recipe recipe, int history_length, int margin) {
+amp::MxScaleRounding parse_mx_scale_rounding(std::string_view name) {
+  for (amp::MxScaleRounding rounding : {amp::MxScaleRounding::down, amp::MxScaleRounding::up})
+    if (name == amp::mx_scale_rounding_name(rounding)) return rounding;
+  throw UsageError("--mx-scale-rounding '" + std::string(name) + "': use down or up");
+}
+
+void Fp8GemmQuantizer::configure(Fp8Recipe recipe, int history_length, int margin, amp::MxScaleRounding mx_rounding) {
   if (history_length < 1 || margin < 0 || margin > 30)
     throw std::invalid_argument("fp8 scaling: history length >= 1 and margin in [0, 30]");
   recipe_ = recipe;
   history_length_ = history_length;
   margin_ = margin;
+  mx_rounding_ = mx_rounding;
   scalers_.clear();
   counts_ = {};
   scale_changes_ = 0;
@@ -125,7 +133,7 @@ void Fp8GemmQuantizer::quantize_blocked(Fp8Operand operand, const float* x, std:
   const std::span<std::uint8_t> codes(codes_.data(), n), block_scales(block_scales_.data(), scales);
   const auto quantize = k_along_rows ? &amp::mx_quantize_rows : &amp::mx_quantize_columns;
   const auto dequantize = k_along_rows ? &amp::mx_dequantize_rows : &amp::mx_dequantize_columns;
-  const amp::BlockQuantizeStats stats = quantize(values, rows, cols, num::Format::e4m3, codes, block_scales);
+  const amp::BlockQuantizeStats stats = quantize(values, rows, cols, num::Format::e4m3, codes, block_scales, mx_rounding_);
   dequantize(codes, block_scales, rows, cols, num::Format::e4m3, std::span<float>(out, n));
   if (count) add_counts(operand, n, stats.saturated, stats.underflowed);
 }
@@ -158,6 +166,7 @@ nlohmann::json Fp8GemmQuantizer::take_step_details() {
   if (recipe_ == Fp8Recipe::mxfp8) {
     out["block_size"] = amp::kMxBlockSize;
     out["scale_format"] = "e8m0";
+    out["scale_rounding"] = amp::mx_scale_rounding_name(mx_rounding_);
   }
   if (recipe_ == Fp8Recipe::delayed) {
     out["scale_changes"] = scale_changes_;

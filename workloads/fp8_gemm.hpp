@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "amp/block_scaling.hpp"
 #include "amp/fp8_scaling.hpp"
 
 namespace mpbench::workloads {
@@ -37,8 +38,12 @@ namespace mpbench::workloads {
 // (power-of-two) scale, e4m3 elements for every operand (Transformer Engine's MXFP8BlockScaling
 // default), amp::mx_quantize_rows; an operand whose K is its row index (the backward's W, and dy
 // and x for dW) is blocked along its columns. No state between steps.
+// Its block scales round down (the OCP spec's floor rule, the default) or up (Transformer Engine's
+// ceil(log2(amax / 448)): no saturation), amp::MxScaleRounding.
 enum class Fp8Recipe { none, current, delayed, mxfp8 };
 std::string_view fp8_recipe_name(Fp8Recipe recipe);  // "none", "current", "delayed", "mxfp8"
+// "down" or "up" (amp::mx_scale_rounding_name); UsageError naming --mx-scale-rounding otherwise.
+amp::MxScaleRounding parse_mx_scale_rounding(std::string_view name);
 
 enum class Fp8Operand { input, weight, grad };
 constexpr std::size_t kFp8OperandKinds = 3;
@@ -56,9 +61,11 @@ struct Fp8Counts {
 
 class Fp8GemmQuantizer {
  public:
-  // Forgets every scaler and count: a new training run.
-  void configure(Fp8Recipe recipe, int history_length = kFp8DefaultHistory, int margin = kFp8DefaultMargin);
+  // Forgets every scaler and count: a new training run. mx_rounding: mxfp8's block scales.
+  void configure(Fp8Recipe recipe, int history_length = kFp8DefaultHistory, int margin = kFp8DefaultMargin,
+                 amp::MxScaleRounding mx_rounding = amp::MxScaleRounding::down);
   Fp8Recipe recipe() const { return recipe_; }
+  amp::MxScaleRounding mx_rounding() const { return mx_rounding_; }
   bool active() const { return recipe_ != Fp8Recipe::none; }
 
   // The op range that quantizes next (set by in_op_range); backward: gradients are counted.
@@ -94,6 +101,7 @@ class Fp8GemmQuantizer {
   Fp8Recipe recipe_ = Fp8Recipe::none;
   int history_length_ = kFp8DefaultHistory;
   int margin_ = kFp8DefaultMargin;
+  amp::MxScaleRounding mx_rounding_ = amp::MxScaleRounding::down;
   std::string range_;
   bool backward_ = false;
   std::map<std::string, amp::DelayedScaler> scalers_;

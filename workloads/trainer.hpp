@@ -106,6 +106,8 @@ struct TrainOptions {
   // tensor's DelayedScaler; fp8-current takes the margin too. Transformer Engine's defaults.
   int fp8_history = kFp8DefaultHistory;
   int fp8_margin = kFp8DefaultMargin;
+  // mxfp8: how the block scales round (Fp8GemmQuantizer::configure).
+  amp::MxScaleRounding mx_scale_rounding = amp::MxScaleRounding::down;
 };
 
 // Linear warm-up to max_lr over the first warmup_steps steps (step 0 gets max_lr / warmup_steps),

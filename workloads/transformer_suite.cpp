@@ -373,7 +373,7 @@ void write_mode_checkpoint(const TransformerPlan& plan, amp::Mode mode, const Mo
   // the independent check of the recipe (tests/python/test_fp8_first_step.py).
   if (fp8_recipe(mode) != Fp8Recipe::none) {
     Gpt2Model<float> in_mode(plan.config, plan.train.batch, plan.train.seq_len, ops, mode);
-    ops.fp8().configure(fp8_recipe(mode), plan.train.fp8_history, plan.train.fp8_margin);
+    ops.fp8().configure(fp8_recipe(mode), plan.train.fp8_history, plan.train.fp8_margin, plan.train.mx_scale_rounding);
     in_mode.upload_params(run.final_weights);
     ops.round_to(in_mode.params(), in_mode.parameter_count(), in_mode.policy().weight_storage);
     const CheckpointBatch evaluated = evaluate_batch(in_mode, tokens);
@@ -637,6 +637,7 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
       c.details["fp8"]["history_length"] = plan.train.fp8_history;
     }
     if (fp8_recipe(mode) != Fp8Recipe::mxfp8) c.details["fp8"]["margin"] = plan.train.fp8_margin;
+    else c.details["fp8"]["scale_rounding"] = amp::mx_scale_rounding_name(plan.train.mx_scale_rounding);
   }
   if (run.op_times.ranges() > 0) c.details["breakdown"] = host_breakdown(run, *c.seconds);
   if (run.profiled) fill_profile(plan, mode, *run.profiled, c);
@@ -735,6 +736,7 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
                                  options.fp8_history, options.fp8_margin));
   plan.train.fp8_history = options.fp8_history;
   plan.train.fp8_margin = options.fp8_margin;
+  plan.train.mx_scale_rounding = parse_mx_scale_rounding(options.mx_scale_rounding);
   plan.train.warmup_steps = std::max(1, plan.train.steps / 10);  // learning-rate warm-up
   plan.train.seed = options.seed;
   if (!(options.max_lr > 0) || !std::isfinite(options.max_lr))

@@ -85,7 +85,8 @@ struct RefMx {
 
 // OCP MX v1.0 Algorithm 1 in double: X = 2^(floor(log2(amax)) - emax_elem), floor(log2) by frexp;
 // exponent clamped to e8m0's -127; amax 0 -> 2^-127; NaN or inf in the block -> NaN scale.
-void ref_mx_block(const float* x, int n, bool e4m3, RefMx& out) {
+// Rounding up (Transformer Engine): the smallest power of two X with amax / X <= max finite.
+void ref_mx_block(const float* x, int n, bool e4m3, RefMx& out, MxScaleRounding rounding = MxScaleRounding::down) {
   const RefFormat& f = ref_format(e4m3);
   bool special = false;
   double amax = 0;
@@ -106,7 +107,9 @@ void ref_mx_block(const float* x, int n, bool e4m3, RefMx& out) {
   if (amax > 0) {
     int frexp_exponent = 0;
     std::frexp(amax, &frexp_exponent);  // amax = m * 2^frexp_exponent, m in [0.5, 1)
-    e = std::max(frexp_exponent - 1 - f.emax(), -127);
+    e = frexp_exponent - 1 - f.emax();
+    if (rounding == MxScaleRounding::up && std::ldexp(amax, -e) > f.max_finite()) e += 1;
+    e = std::max(e, -127);
   }
   out.scales.push_back(uint8_t(e + 127));
   for (int i = 0; i < n; ++i) {
@@ -120,11 +123,12 @@ void ref_mx_block(const float* x, int n, bool e4m3, RefMx& out) {
   }
 }
 
-RefMx ref_mx_rows(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool e4m3) {
+RefMx ref_mx_rows(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool e4m3,
+                  MxScaleRounding rounding) {
   RefMx ref;
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t begin = 0; begin < cols; begin += 32) {
-      ref_mx_block(x.data() + r * cols + begin, int(std::min<std::size_t>(32, cols - begin)), e4m3, ref);
+      ref_mx_block(x.data() + r * cols + begin, int(std::min<std::size_t>(32, cols - begin)), e4m3, ref, rounding);
     }
   }
   return ref;
@@ -132,11 +136,12 @@ RefMx ref_mx_rows(const std::vector<float>& x, std::size_t rows, std::size_t col
 
 Format fmt(bool e4m3) { return e4m3 ? Format::e4m3 : Format::e5m2; }
 
-void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool e4m3) {
-  const RefMx ref = ref_mx_rows(x, rows, cols, e4m3);
+void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool e4m3,
+                              MxScaleRounding rounding = MxScaleRounding::down) {
+  const RefMx ref = ref_mx_rows(x, rows, cols, e4m3, rounding);
   std::vector<uint8_t> q(x.size());
   std::vector<uint8_t> scales(rows * mx_blocks_per_row(cols));
-  const BlockQuantizeStats stats = mx_quantize_rows(x, rows, cols, fmt(e4m3), q, scales);
+  const BlockQuantizeStats stats = mx_quantize_rows(x, rows, cols, fmt(e4m3), q, scales, rounding);
   std::vector<float> back(x.size());
   mx_dequantize_rows(q, scales, rows, cols, fmt(e4m3), back);
   ASSERT_EQ(scales.size(), ref.scales.size());
@@ -146,7 +151,9 @@ void expect_matches_reference(const std::vector<float>& x, std::size_t rows, std
     if (std::isnan(ref.values[i])) {
       ASSERT_TRUE(std::isnan(back[i])) << i;
     } else {
-      ASSERT_EQ(double(back[i]), ref.values[i]) << "element " << i << " x=" << x[i];
+      // float(): exact, except a value of 2^128 or more (rounding up's X = 2^120 times an element
+      // of 256 or more, the top of fp32's range), which fp32 dequantization gives as inf.
+      ASSERT_EQ(back[i], float(ref.values[i])) << "element " << i << " x=" << x[i];
       ASSERT_EQ(std::signbit(back[i]), std::signbit(x[i])) << i;
     }
   }
@@ -241,14 +248,87 @@ TEST(MxQuantize, MatchesReferenceOnRandomTensors) {
   const uint32_t seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
   std::mt19937 rng(seed);
-  for (bool e4m3 : {true, false}) {
-    for (std::size_t n : {1, 2, 31, 32, 33, 63, 64, 65, 1000, 4096}) {
-      for (int rep = 0; rep < 8; ++rep) {
-        SCOPED_TRACE((e4m3 ? "e4m3 n=" : "e5m2 n=") + std::to_string(n));
-        expect_matches_reference(random_tensor(n, rng), 1, n, e4m3);
+  for (MxScaleRounding rounding : {MxScaleRounding::down, MxScaleRounding::up}) {
+    for (bool e4m3 : {true, false}) {
+      for (std::size_t n : {1, 2, 31, 32, 33, 63, 64, 65, 1000, 4096}) {
+        for (int rep = 0; rep < 8; ++rep) {
+          SCOPED_TRACE(std::string("rounding ") + mx_scale_rounding_name(rounding) + (e4m3 ? " e4m3 n=" : " e5m2 n=") +
+                       std::to_string(n));
+          expect_matches_reference(random_tensor(n, rng), 1, n, e4m3, rounding);
+        }
       }
     }
   }
+}
+
+// Rounding up gives the smallest power of two that keeps amax within the element's max finite:
+// against the double rule for amax at every fp32 binade (subnormals included), with significands
+// at and around 1.75 (where up and down part) and random ones; at or below 1.75 both agree.
+TEST(MxScaleRounding, UpIsTheSmallestScaleThatFitsAmax) {
+  const uint32_t seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<uint32_t> fraction(0, (1u << 23) - 1);
+  for (bool e4m3 : {true, false}) {
+    const RefFormat& f = ref_format(e4m3);
+    for (uint32_t field = 0; field < 255; ++field) {
+      for (uint32_t low : {0u, 1u, 0x5FFFFFu, 0x600000u, 0x600001u, 0x7FFFFFu, fraction(rng), fraction(rng)}) {
+        const float amax = mpbench::num::bits_to_float((field << 23) | low);
+        if (amax == 0.0f) continue;
+        int e = -200;
+        while (std::ldexp(double(amax), -e) > f.max_finite()) ++e;  // the smallest e that fits
+        const int want = std::max(e, -127) + 127;
+        ASSERT_EQ(mx_scale_code(amax, e4m3, MxScaleRounding::up), want) << "amax " << amax << (e4m3 ? " e4m3" : " e5m2");
+        const int down = mx_scale_code(amax, e4m3, MxScaleRounding::down);
+        if (field == 0) continue;  // subnormal amax: its significand is not the field's
+        if (low <= 0x600000u) {
+          EXPECT_EQ(down, want) << amax;
+        } else if (want > 0) {
+          EXPECT_EQ(down + 1, want) << amax;
+        }
+      }
+    }
+  }
+}
+
+TEST(MxScaleRounding, UpNeverSaturates) {
+  std::mt19937 rng(test_seed());
+  const std::vector<float> x = random_tensor(20000, rng);
+  std::vector<uint8_t> q(x.size()), scales(mx_blocks_per_row(x.size()));
+  for (bool e4m3 : {true, false}) {
+    const BlockQuantizeStats down = mx_quantize(x, fmt(e4m3), q, scales, MxScaleRounding::down);
+    const BlockQuantizeStats up = mx_quantize(x, fmt(e4m3), q, scales, MxScaleRounding::up);
+    EXPECT_GT(down.saturated, 0u) << "the inputs reach the top of the binade";
+    EXPECT_EQ(up.saturated, 0u);
+    EXPECT_GE(up.underflowed, down.underflowed) << "a larger scale flushes at least as much";
+  }
+}
+
+TEST(MxScaleRounding, HandCases) {
+  // e4m3: amax 1.9 = 1.9 * 2^0 > 1.75: down X = 2^-8 (code 119; 1.9 saturates, above), up X = 2^-7
+  // (code 120): 1.9 / 2^-7 = 243.2, between 240 and 256 (e4m3 steps by 16 there): 240, code
+  // 0x77, back 1.875.
+  std::vector<float> x = {1.9f, 1.75f};
+  std::vector<uint8_t> q(2), scales(1);
+  std::vector<float> back(2);
+  const BlockQuantizeStats s = mx_quantize(x, Format::e4m3, q, scales, MxScaleRounding::up);
+  mx_dequantize(q, scales, Format::e4m3, back);
+  EXPECT_EQ(scales[0], 120);
+  EXPECT_EQ(q[0], 0x77);
+  EXPECT_EQ(back[0], 1.875f);
+  EXPECT_EQ(q[1], 0x76);  // 1.75 / 2^-7 = 224 = 1.75 * 2^7: field 14, mantissa 6
+  EXPECT_EQ(back[1], 1.75f);
+  EXPECT_EQ(s.saturated, 0u);
+  // amax 448 exactly: 448 / 448 = 1 = 2^0, no rounding: X = 1 (code 127), as down gives.
+  EXPECT_EQ(mx_scale_code(448.0f, true, MxScaleRounding::up), 127);
+  EXPECT_EQ(mx_scale_code(448.0f, true, MxScaleRounding::down), 127);
+  // The largest float: up X = 2^120 (code 247), FLT_MAX / X < 256 fits; a subnormal amax 2^-140
+  // clamps to 2^-127 both ways.
+  EXPECT_EQ(mx_scale_code(std::numeric_limits<float>::max(), true, MxScaleRounding::up), 247);
+  EXPECT_EQ(mx_scale_code(std::ldexp(1.0f, -140), true, MxScaleRounding::up), 0);
+  EXPECT_EQ(mx_scale_code(kNan, true, MxScaleRounding::up), kE8m0Nan);
+  EXPECT_EQ(mx_scale_code(kInf, false, MxScaleRounding::up), kE8m0Nan);
+  EXPECT_EQ(mx_scale_code(0.0f, false, MxScaleRounding::up), 0);
 }
 
 TEST(MxQuantize, RandomTensorsSaturateAndUnderflowSomewhere) {
@@ -312,13 +392,14 @@ TEST(MxQuantize, BlockLoopsMatchTheScalarBlockFunctions) {
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
   std::mt19937 rng(seed);
   for_each_loop_isa([&] {
-    for (bool e4m3 : {true, false}) {
+    for (const auto& [e4m3, rounding] : {std::pair{true, MxScaleRounding::down}, std::pair{false, MxScaleRounding::down},
+                                        std::pair{true, MxScaleRounding::up}, std::pair{false, MxScaleRounding::up}}) {
       for (auto [rows, cols] : {std::pair<std::size_t, std::size_t>{1, 7}, {3, 45}, {9, 1005}, {300, 257}}) {
-        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " rounding " + mx_scale_rounding_name(rounding));
         const std::vector<float> x = tensor_with_specials(rows * cols, rng);
         const std::size_t per_row = mx_blocks_per_row(cols);
         std::vector<uint8_t> q(x.size()), scales(rows * per_row), want_q(x.size());
-        const BlockQuantizeStats stats = mx_quantize_rows(x, rows, cols, fmt(e4m3), q, scales);
+        const BlockQuantizeStats stats = mx_quantize_rows(x, rows, cols, fmt(e4m3), q, scales, rounding);
         std::vector<float> back(x.size()), want_back(x.size());
         mx_dequantize_rows(q, scales, rows, cols, fmt(e4m3), back);
         uint32_t saturated = 0, underflowed = 0;
@@ -329,7 +410,8 @@ TEST(MxQuantize, BlockLoopsMatchTheScalarBlockFunctions) {
             const int n = int(std::min<std::size_t>(32, cols - b * 32));
             uint32_t block_saturated = 0, block_underflowed = 0;
             const uint8_t code =
-                mx_quantize_block(x.data() + begin, n, e4m3, want_q.data() + begin, block_saturated, block_underflowed);
+                mx_quantize_block(x.data() + begin, n, e4m3, want_q.data() + begin, block_saturated, block_underflowed,
+                                  rounding);
             ASSERT_EQ(scales[r * per_row + b], code) << "row " << r << " block " << b;
             mx_dequantize_block(want_q.data() + begin, n, code, e4m3, want_back.data() + begin);
             // mx_quantize_block counts a NaN block's elements as the per-element function does;
@@ -357,17 +439,18 @@ TEST(MxQuantize, ColumnsAreRowsOfTheTranspose) {
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
   std::mt19937 rng(seed);
   for_each_loop_isa([&] {
-    for (bool e4m3 : {true, false}) {
+    for (const auto& [e4m3, rounding] : {std::pair{true, MxScaleRounding::down}, std::pair{false, MxScaleRounding::down},
+                                        std::pair{true, MxScaleRounding::up}, std::pair{false, MxScaleRounding::up}}) {
       for (auto [rows, cols] : {std::pair<std::size_t, std::size_t>{5, 1}, {70, 45}, {33, 1024}, {1003, 77}}) {
-        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " rounding " + mx_scale_rounding_name(rounding));
         const std::vector<float> x = tensor_with_specials(rows * cols, rng);
         std::vector<float> xt(x.size());
         for (std::size_t r = 0; r < rows; ++r)
           for (std::size_t c = 0; c < cols; ++c) xt[c * rows + r] = x[r * cols + c];
         const std::size_t strips = mx_blocks_per_row(rows);
         std::vector<uint8_t> q(x.size()), scales(strips * cols), qt(x.size()), scales_t(cols * strips);
-        const BlockQuantizeStats stats = mx_quantize_columns(x, rows, cols, fmt(e4m3), q, scales);
-        const BlockQuantizeStats want = mx_quantize_rows(xt, cols, rows, fmt(e4m3), qt, scales_t);
+        const BlockQuantizeStats stats = mx_quantize_columns(x, rows, cols, fmt(e4m3), q, scales, rounding);
+        const BlockQuantizeStats want = mx_quantize_rows(xt, cols, rows, fmt(e4m3), qt, scales_t, rounding);
         std::vector<float> back(x.size()), back_t(x.size());
         mx_dequantize_columns(q, scales, rows, cols, fmt(e4m3), back);
         mx_dequantize_rows(qt, scales_t, cols, rows, fmt(e4m3), back_t);

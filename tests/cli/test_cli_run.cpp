@@ -305,6 +305,38 @@ TEST_F(CliRun, TransformerTrainsTheFp8ModesConvertedWithTheirCounts) {
   }
 }
 
+// --mx-scale-rounding: mxfp8's block scales rounded down (the OCP rule, the default: the top of a
+// block may saturate) or up (Transformer Engine's: nothing saturates), recorded in the case.
+TEST_F(CliRun, MxScaleRoundingUpSaturatesNothing) {
+  auto saturated = [](const CaseResult& c) {
+    std::uint64_t total = 0;
+    for (const auto& step : c.details["fp8"]["per_step"]) total += step["total"]["saturated"].get<std::uint64_t>();
+    return total;
+  };
+  std::map<std::string, std::uint64_t> by_rounding;
+  for (const char* rounding : {"down", "up"}) {
+    const auto out = folder_ / (std::string(rounding) + ".json");
+    const Invocation r = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps",
+                                      "4", "--precision", "mxfp8", "--mx-scale-rounding", rounding, "--out", out.string()},
+                                     folder_);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const ResultDocument d = load_result(out);
+    ASSERT_EQ(d.cases.size(), 1u);
+    ASSERT_EQ(d.cases[0].status, CaseStatus::ok) << d.cases[0].message;
+    EXPECT_EQ(d.cases[0].details["fp8"]["scale_rounding"], rounding);
+    EXPECT_EQ(d.cases[0].details["fp8"]["per_step"][0]["scale_rounding"], rounding);
+    EXPECT_TRUE(std::isfinite(d.cases[0].details["final_loss"].get<double>()));
+    by_rounding[rounding] = saturated(d.cases[0]);
+  }
+  EXPECT_GT(by_rounding["down"], 0u) << "tiny's blocks reach the top of their binade";
+  EXPECT_EQ(by_rounding["up"], 0u);
+  const Invocation bad = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps",
+                                      "1", "--precision", "mxfp8", "--mx-scale-rounding", "nearest", "--out",
+                                      (folder_ / "bad.json").string()}, folder_);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--mx-scale-rounding"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliRun, ProfileWritesATracePerModeAndMeasuresTheOverhead) {
   const auto out = folder_ / "r.json";
   const Invocation r = run_mpbench({"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps", "4",

@@ -101,9 +101,10 @@ class Recipe:
     delayed (first step: every scale 1), mxfp8. grad_format overrides the gradients' format (a
     deliberately wrong recipe, for the test that the check can fail)."""
 
-    def __init__(self, kind, grad_format=None, margin=0):
+    def __init__(self, kind, grad_format=None, margin=0, mx_rounding="down"):
         self.kind = kind
         self.margin = margin
+        self.mx_rounding = mx_rounding
         default = "e4m3" if kind == "mxfp8" else "e5m2"
         self.formats = {"input": "e4m3", "weight": "e4m3", "grad": grad_format or default}
 
@@ -114,7 +115,7 @@ class Recipe:
         fmt = self.formats[role]
         x = f32(x)
         if self.kind == "mxfp8":
-            return mx_quantize(x, fmt, k_axis)
+            return mx_quantize(x, fmt, k_axis, rounding=self.mx_rounding)
         if self.kind == "delayed":
             scale = np.float32(1)
         else:
@@ -126,10 +127,11 @@ class Recipe:
         return (fp8_round(y, fmt).astype(np.float32) * inverse).astype(np.float32)
 
 
-def mx_quantize(x, fmt, k_axis, block=32):
+def mx_quantize(x, fmt, k_axis, block=32, rounding="down"):
     """OCP MX: blocks of `block` consecutive elements along k_axis (the last one shorter), scale
     2^(floor(log2 amax) - emax) with emax 8 (e4m3) or 15 (e5m2), clamped to 2^-127; amax 0 gives the
-    smallest scale; the elements x / scale rounded to fmt, saturating."""
+    smallest scale; the elements x / scale rounded to fmt, saturating. rounding "up" (Transformer
+    Engine's): the smallest power of two with amax / scale <= the format's max, clamped alike."""
     emax = 8 if fmt == "e4m3" else 15
     moved = np.moveaxis(f32(x), k_axis, -1).astype(np.float64)
     out = np.empty_like(moved)
@@ -138,7 +140,10 @@ def mx_quantize(x, fmt, k_axis, block=32):
         part = moved[..., start:start + block]
         amax = np.max(np.abs(part), axis=-1, keepdims=True)
         _, e = np.frexp(np.where(amax > 0, amax, 1.0))  # amax = m 2^e, m in [0.5, 1)
-        shared = np.where(amax > 0, np.maximum(e - 1 - emax, -127), -127)
+        shared = e - 1 - emax
+        if rounding == "up":
+            shared = np.where(amax / np.ldexp(1.0, shared) > FP8_MAX[fmt], shared + 1, shared)
+        shared = np.where(amax > 0, np.maximum(shared, -127), -127)
         scale = np.ldexp(1.0, shared)
         out[..., start:start + block] = fp8_round(part / scale, fmt) * scale
     return np.moveaxis(out, -1, k_axis).astype(np.float32)

@@ -124,6 +124,48 @@ def test_first_step_matches_the_numpy_recipe(checkpoints, mode):
         assert total * SEPARATION < wrong_total, name
 
 
+@pytest.fixture(scope="module")
+def mx_up_checkpoint(tmp_path_factory):
+    if not BIN.exists():
+        pytest.skip(f"mpbench binary not found at {BIN}; build it or set MPBENCH_BIN")
+    tmp = tmp_path_factory.mktemp("mx_up")
+    run = subprocess.run([str(BIN), "run", "--suite", "transformer", "--config", "tiny", "--steps", "2", "--batch", "4",
+                          "--seq", "16", "--seed", "3", "--device", "cpu", "--precision", "mxfp8",
+                          "--mx-scale-rounding", "up", "--out", str(tmp / "result.json"), "--checkpoint-out",
+                          str(tmp / "checkpoints")],
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    return tmp / "checkpoints" / "mxfp8"
+
+
+def test_mx_scale_rounding_up_matches_the_numpy_recipe(mx_up_checkpoint):
+    """--mx-scale-rounding up against numpy's round-up rule, and far from numpy's round-down."""
+    batch = json.loads((mx_up_checkpoint / "batch.json").read_text())
+    mp_grads = gpt2_numpy.read_safetensors(mx_up_checkpoint / "grads_in_mode.safetensors")
+    loss, grads = gpt2_numpy.evaluate(mx_up_checkpoint, gpt2_numpy.Recipe("mxfp8", mx_rounding="up"))
+    down_loss, down = gpt2_numpy.evaluate(mx_up_checkpoint, gpt2_numpy.Recipe("mxfp8"))
+    total, per = errors(mp_grads, grads)
+    down_total, _ = errors(mp_grads, down)
+    loss_err = abs(batch["loss_in_mode"] - loss) / abs(loss)
+    print(f"\nmxfp8 rounding up: loss rel {loss_err:.2e} (vs rounding down "
+          f"{abs(batch['loss_in_mode'] - down_loss) / abs(down_loss):.2e}); gradients total {total:.2e} "
+          f"(vs rounding down {down_total:.2e})")
+    assert loss_err <= LOSS_TOL
+    assert total <= TOTAL_TOL
+    assert max(per.values()) <= PER_TENSOR_TOL
+    assert total * SEPARATION < down_total
+
+
+def test_the_numpy_mx_rounding_on_hand_cases():
+    # amax 1.9 (significand above 1.75): down 2^-8 saturates 1.9 / 2^-8 = 486.4 to 448 (1.75);
+    # up 2^-7: 243.2 rounds to 240, 1.875. amax 1.5: both 2^-8, 384 exactly.
+    x = np.array([[1.9, 0.5], [1.5, 0.25]], dtype=np.float32)
+    down = gpt2_numpy.mx_quantize(x, "e4m3", 1)
+    up = gpt2_numpy.mx_quantize(x, "e4m3", 1, rounding="up")
+    assert down.tolist() == [[1.75, 0.5], [1.5, 0.25]]
+    assert up.tolist() == [[1.875, 0.5], [1.5, 0.25]]
+
+
 def test_the_numpy_quantizer_on_hand_cases():
     q = gpt2_numpy.fp8_round
     # e4m3: 448 max, 464 is the tie between 448 and (unrepresentable) 480: even code 448; saturation.

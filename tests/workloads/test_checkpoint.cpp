@@ -112,7 +112,7 @@ TEST(CheckpointFile, SafetensorsBytesMatchAHandComputedFile) {
   const std::vector<ParameterTensor> tensors{{"h.0.attn.c_attn.weight", 0, 12, true}, {"h.0.ln_1.weight", 12, 2, false}};
   std::vector<float> params(14);
   for (int i = 0; i < 14; ++i) params[i] = static_cast<float>(i);
-  const CheckpointBatch batch{1, 2, {0, 1}, {1, 2}, 1.25, {}};
+  const CheckpointBatch batch{1, 2, {0, 1}, {1, 2}, 1.25, {}, "", 0, {}};  // no in-mode evaluation
   const fs::path dir = fresh_dir("hand");
   write_checkpoint(dir, config, tensors, params, batch, json::object());
 

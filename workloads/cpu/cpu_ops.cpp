@@ -365,8 +365,10 @@ std::string CpuTransformerOps::implementation() const {
   text += " and eltwise GELU, OpenMP loops";
   if (fp8_gemm())
     text += fp8().recipe() == Fp8Recipe::mxfp8
-                ? std::string("; fp8 GEMMs converted (mxfp8): each operand quantized to e4m3 in 32-element blocks "
-                              "along K with e8m0 scales and dequantized to fp32, the fp32 matmul; attention in bf16")
+                ? fmt::format("; fp8 GEMMs converted (mxfp8): each operand quantized to e4m3 in 32-element blocks "
+                              "along K with e8m0 scales (rounded {}) and dequantized to fp32, the fp32 matmul; "
+                              "attention in bf16",
+                              amp::mx_scale_rounding_name(fp8().mx_rounding()))
                 : fmt::format("; fp8 GEMMs converted ({} scaling): each operand quantized to e4m3 (gradients e5m2) "
                               "with its per-tensor scale and dequantized to fp32, the fp32 matmul; attention in bf16",
                               fp8_recipe_name(fp8().recipe()));
