@@ -6,7 +6,6 @@
 
 #include "core/error.hpp"
 
-
 namespace mpbench::workloads {
 namespace {
 
@@ -133,7 +132,8 @@ void Fp8GemmQuantizer::quantize_blocked(Fp8Operand operand, const float* x, std:
   const std::span<std::uint8_t> codes(codes_.data(), n), block_scales(block_scales_.data(), scales);
   const auto quantize = k_along_rows ? &amp::mx_quantize_rows : &amp::mx_quantize_columns;
   const auto dequantize = k_along_rows ? &amp::mx_dequantize_rows : &amp::mx_dequantize_columns;
-  const amp::BlockQuantizeStats stats = quantize(values, rows, cols, num::Format::e4m3, codes, block_scales, mx_rounding_);
+  const amp::BlockQuantizeStats stats =
+      quantize(values, rows, cols, num::Format::e4m3, codes, block_scales, mx_rounding_);
   dequantize(codes, block_scales, rows, cols, num::Format::e4m3, std::span<float>(out, n));
   if (count) add_counts(operand, n, stats.saturated, stats.underflowed);
 }

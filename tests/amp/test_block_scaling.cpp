@@ -384,6 +384,10 @@ void for_each_loop_isa(Check check) {
   set_fp8_loop_isa(initial);
 }
 
+// Every (e4m3?, rounding) pair the block loops are checked on.
+constexpr std::pair<bool, MxScaleRounding> kFormatsAndRoundings[] = {
+    {true, MxScaleRounding::down}, {false, MxScaleRounding::down}, {true, MxScaleRounding::up}, {false, MxScaleRounding::up}};
+
 // The threaded, vectorized mx_quantize_rows / mx_dequantize_rows against the header's scalar
 // mx_quantize_block / mx_dequantize_block, block by block, on shapes whose rows are not a multiple
 // of 32 or of a vector width, small and above the threading threshold.
@@ -392,8 +396,7 @@ TEST(MxQuantize, BlockLoopsMatchTheScalarBlockFunctions) {
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
   std::mt19937 rng(seed);
   for_each_loop_isa([&] {
-    for (const auto& [e4m3, rounding] : {std::pair{true, MxScaleRounding::down}, std::pair{false, MxScaleRounding::down},
-                                        std::pair{true, MxScaleRounding::up}, std::pair{false, MxScaleRounding::up}}) {
+    for (const auto& [e4m3, rounding] : kFormatsAndRoundings) {
       for (auto [rows, cols] : {std::pair<std::size_t, std::size_t>{1, 7}, {3, 45}, {9, 1005}, {300, 257}}) {
         SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " rounding " + mx_scale_rounding_name(rounding));
         const std::vector<float> x = tensor_with_specials(rows * cols, rng);
@@ -439,8 +442,7 @@ TEST(MxQuantize, ColumnsAreRowsOfTheTranspose) {
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
   std::mt19937 rng(seed);
   for_each_loop_isa([&] {
-    for (const auto& [e4m3, rounding] : {std::pair{true, MxScaleRounding::down}, std::pair{false, MxScaleRounding::down},
-                                        std::pair{true, MxScaleRounding::up}, std::pair{false, MxScaleRounding::up}}) {
+    for (const auto& [e4m3, rounding] : kFormatsAndRoundings) {
       for (auto [rows, cols] : {std::pair<std::size_t, std::size_t>{5, 1}, {70, 45}, {33, 1024}, {1003, 77}}) {
         SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " rounding " + mx_scale_rounding_name(rounding));
         const std::vector<float> x = tensor_with_specials(rows * cols, rng);
