@@ -211,7 +211,7 @@ void mx_dequantize_rows(std::span<const uint8_t> q, std::span<const uint8_t> sca
 // in x's layout, without transposing (Transformer Engine's columnwise MXFP8 copy).
 BlockQuantizeStats mx_quantize_columns(std::span<const float> x, std::size_t rows, std::size_t cols,
                                        num::Format element, std::span<uint8_t> out, std::span<uint8_t> scales,
-                                    MxScaleRounding rounding = MxScaleRounding::down);
+                                       MxScaleRounding rounding = MxScaleRounding::down);
 void mx_dequantize_columns(std::span<const uint8_t> q, std::span<const uint8_t> scales, std::size_t rows,
                            std::size_t cols, num::Format element, std::span<float> out);
 

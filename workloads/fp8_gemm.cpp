@@ -46,16 +46,20 @@ amp::MxScaleRounding parse_mx_scale_rounding(std::string_view name) {
   throw UsageError("--mx-scale-rounding '" + std::string(name) + "': use down or up");
 }
 
-void Fp8GemmQuantizer::configure(Fp8Recipe recipe, int history_length, int margin, amp::MxScaleRounding mx_rounding) {
+void Fp8GemmQuantizer::configure(Fp8Recipe recipe, int history_length, int margin, amp::MxScaleRounding mx_rounding,
+                                 bool keep_forward_copies) {
   if (history_length < 1 || margin < 0 || margin > 30)
     throw std::invalid_argument("fp8 scaling: history length >= 1 and margin in [0, 30]");
   recipe_ = recipe;
   history_length_ = history_length;
   margin_ = margin;
   mx_rounding_ = mx_rounding;
+  keep_forward_copies_ = keep_forward_copies;
   scalers_.clear();
+  copies_.clear();
   counts_ = {};
   scale_changes_ = 0;
+  copies_reused_ = 0;
   quantize_seconds_ = 0;
 }
 
@@ -72,12 +76,23 @@ void Fp8GemmQuantizer::quantize(Fp8Operand operand, const float* x, std::size_t 
   quantize_per_tensor(operand, x, n, out);
 }
 
-void Fp8GemmQuantizer::quantize_per_tensor(Fp8Operand operand, const float* x, std::size_t n, float* out) {
+std::string Fp8GemmQuantizer::tensor_key(Fp8Operand operand) const {
+  return range_ + " " + std::string(kOperandNames[static_cast<std::size_t>(operand)]);
+}
+
+void Fp8GemmQuantizer::quantize_per_tensor(Fp8Operand operand, const float* x, std::size_t n, float* out,
+                                           const void* source) {
   const bool grad = operand == Fp8Operand::grad;
   const num::Format format = grad ? num::Format::e5m2 : num::Format::e4m3;
-  if (codes_.size() < n) codes_.resize(n);
+  ForwardCopy* copy = nullptr;
+  if (keeps_forward_copies() && !backward_ && !grad && source != nullptr) {
+    copy = &copies_[tensor_key(operand)];
+    copy->codes.resize(n);
+  } else if (codes_.size() < n) {
+    codes_.resize(n);
+  }
   const std::span<const float> values(x, n);
-  const std::span<std::uint8_t> codes(codes_.data(), n);
+  const std::span<std::uint8_t> codes(copy != nullptr ? copy->codes.data() : codes_.data(), n);
   std::uint64_t saturated = 0, underflowed = 0;
   float scale_inv = 1;
   if (recipe_ == Fp8Recipe::current) {
@@ -86,7 +101,7 @@ void Fp8GemmQuantizer::quantize_per_tensor(Fp8Operand operand, const float* x, s
     underflowed = r.underflowed;
     scale_inv = r.scale_inv;
   } else {
-    const std::string key = range_ + " " + std::string(kOperandNames[static_cast<std::size_t>(operand)]);
+    const std::string key = tensor_key(operand);
     auto it = scalers_.find(key);
     if (it == scalers_.end())
       it = scalers_.emplace(key, amp::DelayedScaler({format, history_length_, margin_, amp::AmaxAlgo::max})).first;
@@ -97,6 +112,27 @@ void Fp8GemmQuantizer::quantize_per_tensor(Fp8Operand operand, const float* x, s
   }
   amp::dequantize_per_tensor(codes, scale_inv, format, std::span<float>(out, n));
   add_counts(operand, n, saturated, underflowed);
+  if (copy == nullptr) return;
+  copy->source = source;
+  copy->elements = n;
+  copy->scale_inv = scale_inv;
+  copy->valid = true;
+}
+
+bool Fp8GemmQuantizer::reuse_forward_copy(Fp8Operand operand, const void* source, std::size_t n, float* out) {
+  if (!keeps_forward_copies() || !backward_ || operand == Fp8Operand::grad) return false;
+  const auto it = copies_.find(tensor_key(operand));
+  if (it == copies_.end() || !it->second.valid || it->second.source != source || it->second.elements != n) return false;
+  const ScopeTimer timer(quantize_seconds_);
+  amp::dequantize_per_tensor(it->second.codes, it->second.scale_inv, num::Format::e4m3, std::span<float>(out, n));
+  ++copies_reused_;
+  return true;
+}
+
+std::uint64_t Fp8GemmQuantizer::kept_copy_bytes() const {
+  std::uint64_t bytes = 0;
+  for (const auto& [key, copy] : copies_) bytes += copy.codes.size() + sizeof(copy.scale_inv);
+  return bytes;
 }
 
 void Fp8GemmQuantizer::add_counts(Fp8Operand operand, std::size_t n, std::uint64_t saturated,
@@ -110,14 +146,14 @@ void Fp8GemmQuantizer::add_counts(Fp8Operand operand, std::size_t n, std::uint64
 }
 
 void Fp8GemmQuantizer::quantize_matrix(Fp8Operand operand, const float* x, std::size_t rows, std::size_t cols,
-                                       bool k_along_rows, float* out, bool count) {
+                                       bool k_along_rows, float* out, bool count, const void* source) {
   if (!active()) throw std::logic_error("Fp8GemmQuantizer::quantize_matrix without an fp8 recipe");
   const ScopeTimer timer(quantize_seconds_);
   if (recipe_ == Fp8Recipe::mxfp8) return quantize_blocked(operand, x, rows, cols, k_along_rows, out, count);
   const std::size_t n = rows * cols;
-  if (count) return quantize_per_tensor(operand, x, n, out);
+  if (count) return quantize_per_tensor(operand, x, n, out, source);
   const auto saved = counts_;
-  quantize_per_tensor(operand, x, n, out);
+  quantize_per_tensor(operand, x, n, out, source);
   counts_ = saved;
 }
 
@@ -139,6 +175,7 @@ void Fp8GemmQuantizer::quantize_blocked(Fp8Operand operand, const float* x, std:
 }
 
 void Fp8GemmQuantizer::end_step() {
+  for (auto& [key, copy] : copies_) copy.valid = false;  // the optimizer has changed the weights
   for (auto& [key, scaler] : scalers_) {
     const float before = scaler.scale();
     scaler.update();
@@ -168,6 +205,8 @@ nlohmann::json Fp8GemmQuantizer::take_step_details() {
     out["scale_format"] = "e8m0";
     out["scale_rounding"] = amp::mx_scale_rounding_name(mx_rounding_);
   }
+  if (recipe_ != Fp8Recipe::mxfp8)
+    out["forward_copies"] = {{"kept", keeps_forward_copies()}, {"reused", copies_reused_}, {"bytes", kept_copy_bytes()}};
   if (recipe_ == Fp8Recipe::delayed) {
     out["scale_changes"] = scale_changes_;
     out["scaled_tensors"] = scalers_.size();
@@ -176,6 +215,7 @@ nlohmann::json Fp8GemmQuantizer::take_step_details() {
   }
   counts_ = {};
   scale_changes_ = 0;
+  copies_reused_ = 0;
   quantize_seconds_ = 0;
   return out;
 }

@@ -16,9 +16,17 @@
 // A tensor is named by the op range it is read in (workloads/ops.hpp's in_op_range sets it: "c_fc
 // L3") and its role, so the forward's input and weight scalers are the backward's too (their values
 // are the same in both; a delayed scale does not change within a step). Counts are taken where a
-// tensor is quantized first: inputs and weights outside the backward (the converted path quantizes
-// them again for the backward GEMMs, as Transformer Engine would not: it keeps the forward's fp8
-// copies), gradients wherever they are.
+// tensor is quantized first: inputs and weights outside the backward, gradients wherever they are.
+//
+// The forward's fp8 copies: as Transformer Engine keeps the fp8 input and weight of each forward
+// GEMM for the backward's, the per-tensor recipes keep the codes and scale of every input and weight
+// quantized outside the backward (keyed by range and role, with the tensor's address and size), and
+// the backward's GEMMs dequantize those (reuse_forward_copy) instead of quantizing the same values
+// again: bit for bit the same operands (neither the tensor nor its scale changes within a step), for
+// one pass over 1-byte codes instead of an amax pass and a quantization. mxfp8 keeps none: its
+// backward blocks those operands along the other dimension (N or OC instead of C), a different
+// quantization. end_step and configure drop the copies.
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -61,11 +69,15 @@ struct Fp8Counts {
 
 class Fp8GemmQuantizer {
  public:
-  // Forgets every scaler and count: a new training run. mx_rounding: mxfp8's block scales.
+  // Forgets every scaler, count and kept copy: a new training run. mx_rounding: mxfp8's block
+  // scales. keep_forward_copies: false quantizes the backward's inputs and weights again (the cost
+  // of not keeping them).
   void configure(Fp8Recipe recipe, int history_length = kFp8DefaultHistory, int margin = kFp8DefaultMargin,
-                 amp::MxScaleRounding mx_rounding = amp::MxScaleRounding::down);
+                 amp::MxScaleRounding mx_rounding = amp::MxScaleRounding::down, bool keep_forward_copies = true);
   Fp8Recipe recipe() const { return recipe_; }
   amp::MxScaleRounding mx_rounding() const { return mx_rounding_; }
+  // The per-tensor recipes with keep_forward_copies.
+  bool keeps_forward_copies() const { return keep_forward_copies_ && recipe_ != Fp8Recipe::mxfp8; }
   bool active() const { return recipe_ != Fp8Recipe::none; }
 
   // The op range that quantizes next (set by in_op_range); backward: gradients are counted.
@@ -78,18 +90,27 @@ class Fp8GemmQuantizer {
   // x as a row-major rows x cols matrix whose K dimension runs along its rows (k_along_rows: x's
   // elements [r, 0..cols) are consecutive in K) or down its columns. mxfp8 blocks along K; the
   // per-tensor recipes ignore the shape (quantize above). count: false for a second copy of a
-  // tensor already counted (mxfp8's dy, blocked both ways in the backward).
+  // tensor already counted (mxfp8's dy, blocked both ways in the backward). source: the tensor x
+  // was read from (x itself, or the storage it was decoded from); an input or weight with a source
+  // has its fp8 copy kept outside the backward (keeps_forward_copies).
   void quantize_matrix(Fp8Operand operand, const float* x, std::size_t rows, std::size_t cols, bool k_along_rows,
-                       float* out, bool count = true);
+                       float* out, bool count = true, const void* source = nullptr);
+  // In the backward: out[0..n) = the dequantized fp8 copy this range's forward kept of `source` as
+  // `operand` (the same address and size), and true; false (out untouched) where none is kept.
+  bool reuse_forward_copy(Fp8Operand operand, const void* source, std::size_t n, float* out);
 
   // After the optimizer step: delayed scalers take their next scale (counted when it changes).
   void end_step();
   // This step's counts (per operand kind and in total), scale changes, the number of scaled
-  // tensors and quantize_seconds, as JSON; then clears the step's counts and time.
+  // tensors, the forward copies reused and kept, and quantize_seconds, as JSON; then clears the
+  // step's counts and time.
   nlohmann::json take_step_details();
 
   const std::array<Fp8Counts, kFp8OperandKinds>& step_counts() const { return counts_; }
   std::uint64_t step_scale_changes() const { return scale_changes_; }
+  std::uint64_t step_copies_reused() const { return copies_reused_; }
+  // Bytes of the kept copies' codes (1 per element) and scales (4 per tensor).
+  std::uint64_t kept_copy_bytes() const;
   // Wall seconds this step in quantize and quantize_matrix: amax, scales, quantization and
   // dequantization (everything the converted path adds to a GEMM; mxfp8 blocks an operand down its
   // columns in place, without the transposes).
@@ -104,13 +125,28 @@ class Fp8GemmQuantizer {
   amp::MxScaleRounding mx_rounding_ = amp::MxScaleRounding::down;
   std::string range_;
   bool backward_ = false;
+  bool keep_forward_copies_ = true;
+  // One forward operand's fp8 codes and scale, for the backward (valid until end_step).
+  struct ForwardCopy {
+    const void* source = nullptr;
+    std::size_t elements = 0;
+    float scale_inv = 1;
+    bool valid = false;
+    std::vector<std::uint8_t> codes;
+  };
   std::map<std::string, amp::DelayedScaler> scalers_;
+  std::map<std::string, ForwardCopy> copies_;
   std::array<Fp8Counts, kFp8OperandKinds> counts_{};
   std::uint64_t scale_changes_ = 0;
+  std::uint64_t copies_reused_ = 0;
   double quantize_seconds_ = 0;
   void add_counts(Fp8Operand operand, std::size_t n, std::uint64_t saturated, std::uint64_t underflowed);
-  // The untimed bodies of quantize (per-tensor recipes) and quantize_matrix (mxfp8).
-  void quantize_per_tensor(Fp8Operand operand, const float* x, std::size_t n, float* out);
+  // "c_fc L3 weight": the current range and the operand's role.
+  std::string tensor_key(Fp8Operand operand) const;
+  // The untimed bodies of quantize (per-tensor recipes) and quantize_matrix (mxfp8). source: as
+  // quantize_matrix's, or null.
+  void quantize_per_tensor(Fp8Operand operand, const float* x, std::size_t n, float* out,
+                           const void* source = nullptr);
   void quantize_blocked(Fp8Operand operand, const float* x, std::size_t rows, std::size_t cols, bool k_along_rows,
                         float* out, bool count);
 

@@ -163,7 +163,8 @@ Trainer::Trainer(const GptConfig& config, const TrainOptions& options, Transform
       test_overflow_step_(test_overflow_step(options)) {
   // A fresh run: no scaler, no count from an earlier one (UsageError for a bad history or margin).
   try {
-    ops_.fp8().configure(fp8_recipe(mode), options.fp8_history, options.fp8_margin, options.mx_scale_rounding);
+    ops_.fp8().configure(fp8_recipe(mode), options.fp8_history, options.fp8_margin, options.mx_scale_rounding,
+                         options.fp8_keep_forward_copies);
   } catch (const std::invalid_argument& e) {
     throw UsageError("--fp8-history " + std::to_string(options.fp8_history) + " --fp8-margin " +
                      std::to_string(options.fp8_margin) + ": " + e.what());

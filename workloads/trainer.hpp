@@ -108,6 +108,9 @@ struct TrainOptions {
   int fp8_margin = kFp8DefaultMargin;
   // mxfp8: how the block scales round (Fp8GemmQuantizer::configure).
   amp::MxScaleRounding mx_scale_rounding = amp::MxScaleRounding::down;
+  // fp8-delayed, fp8-current: the backward reuses the forward's fp8 inputs and weights (false:
+  // quantizes them again; Fp8GemmQuantizer::configure).
+  bool fp8_keep_forward_copies = true;
 };
 
 // Linear warm-up to max_lr over the first warmup_steps steps (step 0 gets max_lr / warmup_steps),

@@ -373,7 +373,8 @@ void write_mode_checkpoint(const TransformerPlan& plan, amp::Mode mode, const Mo
   // the independent check of the recipe (tests/python/test_fp8_first_step.py).
   if (fp8_recipe(mode) != Fp8Recipe::none) {
     Gpt2Model<float> in_mode(plan.config, plan.train.batch, plan.train.seq_len, ops, mode);
-    ops.fp8().configure(fp8_recipe(mode), plan.train.fp8_history, plan.train.fp8_margin, plan.train.mx_scale_rounding);
+    ops.fp8().configure(fp8_recipe(mode), plan.train.fp8_history, plan.train.fp8_margin, plan.train.mx_scale_rounding,
+                        plan.train.fp8_keep_forward_copies);
     in_mode.upload_params(run.final_weights);
     ops.round_to(in_mode.params(), in_mode.parameter_count(), in_mode.policy().weight_storage);
     const CheckpointBatch evaluated = evaluate_batch(in_mode, tokens);
@@ -556,6 +557,20 @@ std::uint64_t delayed_scaling_bytes(const TransformerPlan& plan, amp::Mode mode,
   return amp::delayed_scaling_bytes(tensors, plan.train.fp8_history);
 }
 
+// The per-tensor recipes' fp8 copies of the forward's inputs and weights, which the backward
+// dequantizes instead of quantizing again (Fp8GemmQuantizer): whether they were kept, how many the
+// steps reused and the most bytes they took (codes and scales, host memory outside the ops'
+// allocations and so outside allocated_peak_bytes).
+nlohmann::json forward_copies(const TransformerPlan& plan, const ModeRun& run) {
+  std::uint64_t reused = 0, bytes = 0;
+  for (const StepRecord& r : run.records) {
+    if (!r.fp8.contains("forward_copies")) continue;
+    reused += r.fp8["forward_copies"]["reused"].get<std::uint64_t>();
+    bytes = std::max(bytes, r.fp8["forward_copies"]["bytes"].get<std::uint64_t>());
+  }
+  return {{"kept", plan.train.fp8_keep_forward_copies}, {"reused_total", reused}, {"bytes", bytes}};
+}
+
 void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& run, const DeviceInfo& device,
                   std::optional<double> entropy_floor, CaseResult& c) {
   std::vector<double> step_seconds;
@@ -619,7 +634,8 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
                                            "batched GEMMs in bf16"
                                          : "each linear GEMM operand quantized with its per-tensor scale (e4m3 inputs "
                                            "and weights, e5m2 output gradients) and dequantized to fp32, the fp32 "
-                                           "matmul; attention's batched GEMMs in bf16"},
+                                           "matmul (the backward's inputs and weights from the forward's fp8 copies "
+                                           "unless forward_copies.kept is false); attention's batched GEMMs in bf16"},
                         {"saturated_total", saturated},
                         {"underflowed_total", underflowed},
                         {"quantize_seconds_total", quantize_seconds},
@@ -636,8 +652,12 @@ void fill_metrics(const TransformerPlan& plan, amp::Mode mode, const ModeRun& ru
       c.details["fp8"]["scale_changes_total"] = changes;
       c.details["fp8"]["history_length"] = plan.train.fp8_history;
     }
-    if (fp8_recipe(mode) != Fp8Recipe::mxfp8) c.details["fp8"]["margin"] = plan.train.fp8_margin;
-    else c.details["fp8"]["scale_rounding"] = amp::mx_scale_rounding_name(plan.train.mx_scale_rounding);
+    if (blocked) {
+      c.details["fp8"]["scale_rounding"] = amp::mx_scale_rounding_name(plan.train.mx_scale_rounding);
+    } else {
+      c.details["fp8"]["margin"] = plan.train.fp8_margin;
+      c.details["fp8"]["forward_copies"] = forward_copies(plan, run);
+    }
   }
   if (run.op_times.ranges() > 0) c.details["breakdown"] = host_breakdown(run, *c.seconds);
   if (run.profiled) fill_profile(plan, mode, *run.profiled, c);
@@ -737,6 +757,7 @@ TransformerPlan plan_transformer_run(const TransformerSuiteOptions& options, con
   plan.train.fp8_history = options.fp8_history;
   plan.train.fp8_margin = options.fp8_margin;
   plan.train.mx_scale_rounding = parse_mx_scale_rounding(options.mx_scale_rounding);
+  plan.train.fp8_keep_forward_copies = options.fp8_keep_forward_copies;
   plan.train.warmup_steps = std::max(1, plan.train.steps / 10);  // learning-rate warm-up
   plan.train.seed = options.seed;
   if (!(options.max_lr > 0) || !std::isfinite(options.max_lr))

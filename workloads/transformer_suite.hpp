@@ -38,6 +38,7 @@ struct TransformerSuiteOptions {
   int fp8_history = kFp8DefaultHistory;  // TrainOptions::fp8_history (fp8-delayed)
   int fp8_margin = kFp8DefaultMargin;    // TrainOptions::fp8_margin (fp8-delayed, fp8-current)
   std::string mx_scale_rounding = "down";  // TrainOptions::mx_scale_rounding (mxfp8): down or up
+  bool fp8_keep_forward_copies = true;     // TrainOptions::fp8_keep_forward_copies
   std::vector<amp::Mode> modes;  // empty: fp32, tf32, amp-fp16, amp-bf16, bf16
   std::string attention = "auto";     // auto, fused or unfused (AttentionKernels)
   std::string tensor_cores = "on";    // on, off or batched-off (TensorCorePolicy); a GPU counterfactual

@@ -305,6 +305,35 @@ TEST_F(CliRun, TransformerTrainsTheFp8ModesConvertedWithTheirCounts) {
   }
 }
 
+// --fp8-requantize-backward: the backward quantizes its inputs and weights again instead of reusing
+// the forward's fp8 copies; the same losses and gradient norms, step by step, and the same counts.
+TEST_F(CliRun, Fp8RequantizeBackwardChangesNoNumber) {
+  std::map<bool, CaseResult> by_kept;
+  for (bool kept : {true, false}) {
+    const auto out = folder_ / (kept ? "kept.json" : "requantized.json");
+    std::vector<std::string> args = {"run", "--suite", "transformer", "--device", "cpu", "--config", "tiny", "--steps",
+                                     "3", "--precision", "fp8-current", "--out", out.string()};
+    if (!kept) args.push_back("--fp8-requantize-backward");
+    const Invocation r = run_mpbench(args, folder_);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const ResultDocument d = load_result(out);
+    ASSERT_EQ(d.cases.size(), 1u);
+    ASSERT_EQ(d.cases[0].status, CaseStatus::ok) << d.cases[0].message;
+    by_kept[kept] = d.cases[0];
+  }
+  const nlohmann::json &kept = by_kept[true].details, &requantized = by_kept[false].details;
+  EXPECT_EQ(kept["fp8"]["forward_copies"]["kept"], true);
+  EXPECT_EQ(requantized["fp8"]["forward_copies"]["kept"], false);
+  EXPECT_GT(kept["fp8"]["forward_copies"]["reused_total"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(requantized["fp8"]["forward_copies"]["reused_total"], 0);
+  EXPECT_EQ(kept["loss"], requantized["loss"]);
+  EXPECT_EQ(kept["grad_norm"], requantized["grad_norm"]);
+  EXPECT_EQ(kept["fp8"]["saturated_total"], requantized["fp8"]["saturated_total"]);
+  EXPECT_EQ(kept["fp8"]["underflowed_total"], requantized["fp8"]["underflowed_total"]);
+  EXPECT_NE(requantized["implementation"].get<std::string>().find("quantizes again"), std::string::npos)
+      << requantized["implementation"];
+}
+
 // --mx-scale-rounding: mxfp8's block scales rounded down (the OCP rule, the default: the top of a
 // block may saturate) or up (Transformer Engine's: nothing saturates), recorded in the case.
 TEST_F(CliRun, MxScaleRoundingUpSaturatesNothing) {

@@ -3,11 +3,15 @@
 // and the delayed recipe follows its amax history through a crafted spike.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "amp/block_scaling.hpp"
+#include "tests/test_seed.hpp"
 #include "workloads/fp8_gemm.hpp"
 
 namespace mpbench::workloads {
@@ -147,6 +151,103 @@ TEST(Fp8GemmQuantizer, MxBlocksRunAlongK) {
   EXPECT_EQ(details["by_operand"]["input"]["tensors"], 1);
   EXPECT_EQ(details["block_size"], 32);
   EXPECT_EQ(details["formats"]["grad"], "fp8-e4m3");
+}
+
+// The forward's fp8 copies: in the backward, reuse_forward_copy hands back exactly what quantizing
+// the same tensor again would (a second quantizer that keeps none is the check), for inputs and
+// weights of the per-tensor recipes, and only for the same range, role, address and size within
+// the step. Fresh random values over several binades; delayed over three steps, so that the copy
+// of a step with a history-based scale is reused too.
+TEST(Fp8GemmQuantizer, TheBackwardReusesTheForwardsCopiesBitForBit) {
+  const std::uint32_t seed = testing_support::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (MPB_TEST_SEED)");
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> mantissa(-1, 1), binade(-12, 4);
+  const auto fresh = [&](std::size_t n) {
+    Vec v(n);
+    for (float& x : v) x = mantissa(rng) * std::exp2(binade(rng));
+    return v;
+  };
+  const auto bits = [](const Vec& v) {
+    std::vector<std::uint32_t> b(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) b[i] = std::bit_cast<std::uint32_t>(v[i]);
+    return b;
+  };
+  for (Fp8Recipe recipe : {Fp8Recipe::current, Fp8Recipe::delayed}) {
+    SCOPED_TRACE(std::string(fp8_recipe_name(recipe)));
+    Fp8GemmQuantizer keeping, requantizing;
+    keeping.configure(recipe, 4, 0, amp::MxScaleRounding::down, true);
+    requantizing.configure(recipe, 4, 0, amp::MxScaleRounding::down, false);
+    ASSERT_TRUE(keeping.keeps_forward_copies());
+    ASSERT_FALSE(requantizing.keeps_forward_copies());
+    for (int step = 0; step < 3; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const Vec input = fresh(300), weight = fresh(120), other = fresh(120);
+      Vec out(300), want(300);
+      for (Fp8GemmQuantizer* q : {&keeping, &requantizing}) {
+        q->set_range("c_fc", 2, false);
+        q->quantize_matrix(Fp8Operand::input, input.data(), 10, 30, true, out.data(), true, input.data());
+        q->quantize_matrix(Fp8Operand::weight, weight.data(), 4, 30, true, out.data(), true, weight.data());
+        q->set_range("c_fc", 2, true);
+      }
+      EXPECT_FALSE(requantizing.reuse_forward_copy(Fp8Operand::input, input.data(), input.size(), out.data()));
+      for (auto [role, values] : {std::pair{Fp8Operand::input, &input}, std::pair{Fp8Operand::weight, &weight}}) {
+        const std::size_t n = values->size();
+        Vec reused(n, -1.0f), again(n);
+        ASSERT_TRUE(keeping.reuse_forward_copy(role, values->data(), n, reused.data()));
+        requantizing.quantize_matrix(role, values->data(), 1, n, false, again.data(), true, values->data());
+        EXPECT_EQ(bits(reused), bits(again));
+        EXPECT_NE(reused, *values) << "e4m3 moved some values";
+        // Not this tensor: another address, size, role or range.
+        EXPECT_FALSE(keeping.reuse_forward_copy(role, other.data(), n, reused.data()));
+        EXPECT_FALSE(keeping.reuse_forward_copy(role, values->data(), n - 1, reused.data()));
+      }
+      EXPECT_FALSE(keeping.reuse_forward_copy(Fp8Operand::grad, input.data(), input.size(), out.data()));
+      keeping.set_range("c_proj", 2, true);
+      EXPECT_FALSE(keeping.reuse_forward_copy(Fp8Operand::input, input.data(), input.size(), out.data()));
+      keeping.set_range("c_fc", 2, false);
+      EXPECT_FALSE(keeping.reuse_forward_copy(Fp8Operand::input, input.data(), input.size(), out.data()))
+          << "only the backward reuses";
+      // The same counts (inputs and weights in the forward only) and the same scales; the copies'
+      // bytes are their codes and scales.
+      for (std::size_t kind = 0; kind < kFp8OperandKinds; ++kind) {
+        EXPECT_EQ(keeping.step_counts()[kind].elements, requantizing.step_counts()[kind].elements) << kind;
+        EXPECT_EQ(keeping.step_counts()[kind].saturated, requantizing.step_counts()[kind].saturated) << kind;
+      }
+      EXPECT_EQ(keeping.step_copies_reused(), 2u);
+      EXPECT_EQ(keeping.kept_copy_bytes(), 300u + 120u + 2 * sizeof(float));
+      keeping.end_step();
+      requantizing.end_step();
+      keeping.set_range("c_fc", 2, true);
+      EXPECT_FALSE(keeping.reuse_forward_copy(Fp8Operand::weight, weight.data(), weight.size(), out.data()))
+          << "the optimizer step ends the copies' step";
+      const nlohmann::json kept = keeping.take_step_details(), requantized = requantizing.take_step_details();
+      EXPECT_EQ(kept["forward_copies"]["reused"], 2);
+      EXPECT_EQ(kept["forward_copies"]["kept"], true);
+      EXPECT_EQ(requantized["forward_copies"]["reused"], 0);
+      EXPECT_EQ(requantized["forward_copies"]["bytes"], 0);
+      EXPECT_EQ(kept["total"], requantized["total"]);
+      if (recipe == Fp8Recipe::delayed) {
+        EXPECT_EQ(keeping.scaler("c_fc L2 input")->scale(), requantizing.scaler("c_fc L2 input")->scale());
+        EXPECT_EQ(kept["scale_changes"], requantized["scale_changes"]);
+      }
+    }
+  }
+}
+
+// mxfp8 keeps no copies: the backward blocks its operands along another dimension.
+TEST(Fp8GemmQuantizer, MxKeepsNoForwardCopies) {
+  Fp8GemmQuantizer q;
+  q.configure(Fp8Recipe::mxfp8);
+  EXPECT_FALSE(q.keeps_forward_copies());
+  const Vec x = with_amax(64, 2.0f);
+  Vec out(x.size());
+  q.set_range("c_fc", 0, false);
+  q.quantize_matrix(Fp8Operand::weight, x.data(), 2, 32, true, out.data(), true, x.data());
+  q.set_range("c_fc", 0, true);
+  EXPECT_FALSE(q.reuse_forward_copy(Fp8Operand::weight, x.data(), x.size(), out.data()));
+  EXPECT_EQ(q.kept_copy_bytes(), 0u);
+  EXPECT_FALSE(q.take_step_details().contains("forward_copies"));
 }
 
 }  // namespace

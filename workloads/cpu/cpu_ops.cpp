@@ -370,8 +370,10 @@ std::string CpuTransformerOps::implementation() const {
                               "attention in bf16",
                               amp::mx_scale_rounding_name(fp8().mx_rounding()))
                 : fmt::format("; fp8 GEMMs converted ({} scaling): each operand quantized to e4m3 (gradients e5m2) "
-                              "with its per-tensor scale and dequantized to fp32, the fp32 matmul; attention in bf16",
-                              fp8_recipe_name(fp8().recipe()));
+                              "with its per-tensor scale and dequantized to fp32, the fp32 matmul; the backward "
+                              "{} inputs and weights; attention in bf16",
+                              fp8_recipe_name(fp8().recipe()),
+                              fp8().keeps_forward_copies() ? "reuses the forward's fp8" : "quantizes again the");
   else if (converted_)
     text += fmt::format("; {} GEMMs converted: operands rounded to {} in fp32, the fp32 matmul",
                         gemm_precision_info(precision_.gemm).name, gemm_precision_info(precision_.gemm).name);
@@ -417,9 +419,9 @@ const float* CpuTransformerOps::fp8_operand(ConstTensor<float> x, std::size_t ro
                                             bool k_along_rows, Fp8Operand role, OpsArray<std::byte>& buffer,
                                             bool count) {
   const std::size_t n = rows * cols;
-  const float* values = decoded(x, n, decoded_[0]);
   float* operand = reinterpret_cast<float*>(scratch(buffer, n * sizeof(float)));
-  fp8().quantize_matrix(role, values, rows, cols, k_along_rows, operand, count);
+  if (fp8().reuse_forward_copy(role, x.data(), n, operand)) return operand;
+  fp8().quantize_matrix(role, decoded(x, n, decoded_[0]), rows, cols, k_along_rows, operand, count, x.data());
   return operand;
 }
 

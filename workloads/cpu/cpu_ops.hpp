@@ -87,7 +87,8 @@ class CpuTransformerOps final : public TransformerOps<float>, public HostOpsMemo
   // fp32 values of the input format (rounded_operand).
   const void* gemm_operand(ConstTensor<float> x, std::size_t n, OpsArray<std::byte>& buffer);
   // fp8 GEMMs (fp8_gemm()): x [rows, cols] quantized as `role` by the recipe (Fp8GemmQuantizer::
-  // quantize_matrix, K along its rows or down its columns) and dequantized, fp32 in `buffer`.
+  // quantize_matrix, K along its rows or down its columns) and dequantized, fp32 in `buffer`; in the
+  // backward, the forward's kept fp8 copy of x where there is one (reuse_forward_copy).
   const float* fp8_operand(ConstTensor<float> x, std::size_t rows, std::size_t cols, bool k_along_rows,
                            Fp8Operand role, OpsArray<std::byte>& buffer, bool count = true);
   bool fp8_gemm() const { return precision_.gemm == GemmPrecision::fp8_e4m3; }

@@ -450,11 +450,19 @@ TEST_P(CpuOps, Fp8MatmulReadsTheReferencesQuantizedOperands) {
       }
       cpu_.fp8().end_step();
       ref_.fp8().end_step();
-      // The same details but for the time each spent quantizing, which is each one's own.
+      // The same details but for the time each spent quantizing, which is each one's own, and the
+      // forward copies, which the CPU ops keep (their reuse is tested below) and the reference
+      // does not: it quantizes every operand again.
       nlohmann::json cpu_details = cpu_.fp8().take_step_details(), ref_details = ref_.fp8().take_step_details();
       EXPECT_GE(cpu_details["quantize_seconds"].get<double>(), 0);
-      cpu_details.erase("quantize_seconds");
-      ref_details.erase("quantize_seconds");
+      if (recipe != Fp8Recipe::mxfp8) {
+        EXPECT_GT(cpu_details["forward_copies"]["bytes"].get<std::uint64_t>(), 0u);
+        EXPECT_EQ(ref_details["forward_copies"]["bytes"], 0);
+      }
+      for (const char* own : {"quantize_seconds", "forward_copies"}) {
+        cpu_details.erase(own);
+        ref_details.erase(own);
+      }
       EXPECT_EQ(cpu_details, ref_details);
     }
   }
@@ -1146,6 +1154,57 @@ TEST_P(CpuFp8Training, FinalLossWithinThreePercentOfAmpBf16) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, CpuFp8Training, ::testing::Values(amp::Mode::fp8, amp::Mode::fp8_current, amp::Mode::mxfp8),
+                         testing::mode_test_name);
+
+// The per-tensor recipes' backward reuses the forward's fp8 inputs and weights: training with the
+// copies and without them (quantizing again) gives the same losses, gradient norms, counts and
+// final weights, bit for bit, over steps with two micro-batches each (every micro-batch's
+// backward reuses its own forward's copies; the copies of one step are never read in the next),
+// and the copies are reused: twice per linear GEMM, the LM head's included.
+class CpuFp8ForwardCopies : public ::testing::TestWithParam<amp::Mode> {};
+
+TEST_P(CpuFp8ForwardCopies, ChangeNoBitOfTraining) {
+  const amp::Mode mode = GetParam();
+  const GptConfig config = config_by_name("tiny");
+  TrainOptions o = thirty_tiny_steps(5e-3f);
+  o.steps = 4;
+  o.micro_batches = 2;
+  SCOPED_TRACE("seed " + std::to_string(o.seed));
+  const MarkovChain chain = MarkovChain::random(config.vocab, 3, 11);
+  const auto run = [&](bool keep, std::vector<float>& weights) {
+    TrainOptions options = o;
+    options.fp8_keep_forward_copies = keep;
+    CpuTransformerOps ops(cpu_device());
+    MarkovTokenStream data(chain, 1);
+    Trainer trainer(config, options, ops, mode);
+    std::vector<StepRecord> curve;
+    for (int step = 0; step < options.steps; ++step) curve.push_back(trainer.step(data));
+    EXPECT_NE(ops.implementation().find(keep ? "reuses the forward's fp8" : "quantizes again"), std::string::npos)
+        << ops.implementation();
+    weights.assign(trainer.master_params(), trainer.master_params() + trainer.model().parameter_count());
+    return curve;
+  };
+  std::vector<float> kept_weights, requantized_weights;
+  const auto kept = run(true, kept_weights), requantized = run(false, requantized_weights);
+  ASSERT_EQ(kept.size(), requantized.size());
+  const std::uint64_t linear_gemms = 4 * static_cast<std::uint64_t>(config.layers) + 1;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    SCOPED_TRACE("step " + std::to_string(i));
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(kept[i].loss), std::bit_cast<std::uint64_t>(requantized[i].loss));
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(kept[i].grad_norm), std::bit_cast<std::uint64_t>(requantized[i].grad_norm));
+    EXPECT_EQ(kept[i].fp8["total"], requantized[i].fp8["total"]);
+    EXPECT_EQ(kept[i].fp8["forward_copies"]["reused"], 2 * linear_gemms * o.micro_batches);
+    EXPECT_EQ(requantized[i].fp8["forward_copies"]["reused"], 0);
+    EXPECT_GT(kept[i].fp8["forward_copies"]["bytes"].get<std::uint64_t>(), 0u);
+  }
+  EXPECT_LT(kept.back().loss, kept.front().loss) << "it trains";
+  ASSERT_EQ(kept_weights.size(), requantized_weights.size());
+  for (std::size_t i = 0; i < kept_weights.size(); ++i)
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(kept_weights[i]), std::bit_cast<std::uint32_t>(requantized_weights[i]))
+        << "weight " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CpuFp8ForwardCopies, ::testing::Values(amp::Mode::fp8, amp::Mode::fp8_current),
                          testing::mode_test_name);
 
 }  // namespace
