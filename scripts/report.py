@@ -271,7 +271,11 @@ def document_validator():
     """The result schema's validator, read once: every document is checked before it is drawn."""
     global _validator
     if _validator is None:
-        schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+        try:
+            schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:  # a copy of report.py without the project's results/schema
+            raise ReportError(f"cannot read the result schema '{SCHEMA_FILE}' ({getattr(e, 'strerror', None) or e}): "
+                              "report.py reads it from results/schema/ beside its scripts/ folder") from e
         standard = jsonschema.validators.validator_for(schema)
         bulk = jsonschema.validators.extend(standard, {"items": items_in_bulk(standard.VALIDATORS["items"])})
         _validator = bulk(schema)

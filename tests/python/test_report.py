@@ -292,6 +292,17 @@ def test_a_fifo_given_as_a_document_exits_2_without_blocking(report, tmp_path, c
     assert "not a regular file" in capsys.readouterr().err
 
 
+def test_a_missing_result_schema_exits_2_naming_it(report, write_document, tmp_path, monkeypatch, capsys):
+    doc = write_document("a.json", full_document())
+    missing = tmp_path / "elsewhere" / "result-1.schema.json"
+    monkeypatch.setattr(report, "SCHEMA_FILE", missing)
+    monkeypatch.setattr(report, "_validator", None)
+    assert run_report(report, [doc, "-o", tmp_path / "out"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot read the result schema '{missing}'" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_failure_while_drawing_leaves_the_folder_as_it_was(report, write_document, tmp_path, monkeypatch):
     out = tmp_path / "out"
     out.mkdir()
