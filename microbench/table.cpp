@@ -73,7 +73,7 @@ std::string format_bytes(double bytes) {
 }
 
 std::string transformer_header() {
-  return fmt::format("{:<24} {:<9} {:<9} {:>10} {:>5} {:>10} {:>8} {:>9} {:>6} {:>10} {:>10} {:>8}\n", "case", "mode",
+  return fmt::format("{:<24} {:<11} {:<9} {:>10} {:>5} {:>10} {:>8} {:>9} {:>6} {:>10} {:>10} {:>8}\n", "case", "mode",
                      "attention", "step", "cv", "tokens/s", "vs fp32", "TFLOP/s", "MFU", "peak mem", "final loss",
                      "skipped");
 }
@@ -87,7 +87,8 @@ std::string transformer_row(const CaseResult& c, std::optional<double> speedup) 
   const std::string loss = d.contains("final_loss") && d["final_loss"].is_number()
                                ? fmt::format("{:.4f}", d["final_loss"].get<double>())
                                : "-";
-  return fmt::format("{:<24} {:<9} {:<9} {:>10} {:>4.1f}% {:>10.0f} {:>8} {:>9.3f} {:>6} {:>10} {:>10} {:>8}\n", c.name,
+  // The mode column fits the longest mode name (fp8-delayed, fp8-current).
+  return fmt::format("{:<24} {:<11} {:<9} {:>10} {:>4.1f}% {:>10.0f} {:>8} {:>9.3f} {:>6} {:>10} {:>10} {:>8}\n", c.name,
                      c.precision, attention, format_seconds(c.seconds->median), 100 * c.seconds->relative_spread(),
                      c.rates["tokens_per_s"].get<double>(), speedup ? printed_speedup(*speedup) : "",
                      c.rates["tflops"].get<double>(), mfu, format_bytes(c.rates["peak_memory_bytes"].get<double>()), loss,
@@ -113,7 +114,7 @@ std::string format_summary(const ResultDocument& document) {
                          "case", "precision", "median", "    cv", "rate", "share", "vs fp32", "library choice / note");
     }
     if (c.status != CaseStatus::ok) {
-      out += training ? fmt::format("{:<24} {:<9} {:<9} {:>10}  {}\n", c.name, c.precision,
+      out += training ? fmt::format("{:<24} {:<11} {:<9} {:>10}  {}\n", c.name, c.precision,
                                     c.params.value("attention", "-"), case_status_name(c.status), c.message)
                       : fmt::format("{:<34} {:<10} {:>10}  {}\n", c.name, c.precision, case_status_name(c.status), c.message);
       continue;
