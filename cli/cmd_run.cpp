@@ -108,9 +108,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "2^ceil(log2(amax / 448)); none saturates)")
       ->check(CLI::IsMember({"down", "up"}))->capture_default_str()->group(training);
   cmd->add_flag("--fp8-requantize-backward{false}", t.fp8_keep_forward_copies,
-                "fp8-delayed and fp8-current: quantize the backward GEMMs' inputs and weights again instead of "
-                "reusing the forward's fp8 copies (as Transformer Engine does); the same numbers, the cost of not "
-                "keeping them")
+                "fp8-delayed and fp8-current: quantize the backward GEMMs' inputs and weights, and every "
+                "micro-batch's weights, again instead of reusing the forward's fp8 copies (as Transformer Engine "
+                "does); the same numbers, the cost of not keeping them")
       ->group(training);
   cmd->add_option("--vocab-pad", t.vocab_pad, "pad the vocabulary to a multiple of this (64 gives llm.c's 50304; 1 keeps 50257)")
       ->check(kPositive)->capture_default_str()->group(training);

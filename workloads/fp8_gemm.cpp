@@ -55,6 +55,7 @@ void Fp8GemmQuantizer::configure(Fp8Recipe recipe, int history_length, int margi
   margin_ = margin;
   mx_rounding_ = mx_rounding;
   keep_forward_copies_ = keep_forward_copies;
+  weights_held_ = false;
   scalers_.clear();
   copies_.clear();
   counts_ = {};
@@ -119,8 +120,19 @@ void Fp8GemmQuantizer::quantize_per_tensor(Fp8Operand operand, const float* x, s
   copy->valid = true;
 }
 
+void Fp8GemmQuantizer::hold_weights() {
+  weights_changed();
+  weights_held_ = true;
+}
+
+void Fp8GemmQuantizer::weights_changed() {
+  for (auto& [key, copy] : copies_) copy.valid = false;
+  weights_held_ = false;
+}
+
 bool Fp8GemmQuantizer::reuse_forward_copy(Fp8Operand operand, const void* source, std::size_t n, float* out) {
-  if (!keeps_forward_copies() || !backward_ || operand == Fp8Operand::grad) return false;
+  const bool held_weight = weights_held_ && operand == Fp8Operand::weight;
+  if (!keeps_forward_copies() || !(backward_ || held_weight) || operand == Fp8Operand::grad) return false;
   const auto it = copies_.find(tensor_key(operand));
   if (it == copies_.end() || !it->second.valid || it->second.source != source || it->second.elements != n) return false;
   const ScopeTimer timer(quantize_seconds_);
@@ -175,7 +187,7 @@ void Fp8GemmQuantizer::quantize_blocked(Fp8Operand operand, const float* x, std:
 }
 
 void Fp8GemmQuantizer::end_step() {
-  for (auto& [key, copy] : copies_) copy.valid = false;  // the optimizer has changed the weights
+  weights_changed();  // the optimizer has changed them
   for (auto& [key, scaler] : scalers_) {
     const float before = scaler.scale();
     scaler.update();

@@ -26,6 +26,9 @@
 // one pass over 1-byte codes instead of an amax pass and a quantization. mxfp8 keeps none: its
 // backward blocks those operands along the other dimension (N or OC instead of C), a different
 // quantization. end_step and configure drop the copies.
+// Across micro-batches (hold_weights, Transformer Engine's is_first_microbatch): a trainer that
+// changes no weight until end_step lets the later micro-batches' forwards reuse the first one's
+// weight copies too, so each weight is quantized (and counted) once per optimizer step.
 
 #include <array>
 #include <cstddef>
@@ -80,6 +83,12 @@ class Fp8GemmQuantizer {
   bool keeps_forward_copies() const { return keep_forward_copies_ && recipe_ != Fp8Recipe::mxfp8; }
   bool active() const { return recipe_ != Fp8Recipe::none; }
 
+  // The start of an optimizer step whose weights stay as they are until end_step: drops every
+  // copy (nothing earlier is trusted), then lets forwards reuse this step's weight copies.
+  void hold_weights();
+  // The weights changed (the optimizer, a checkpoint): drops every copy and the hold.
+  void weights_changed();
+
   // The op range that quantizes next (set by in_op_range); backward: gradients are counted.
   void set_range(std::string_view op, int layer, bool backward);
 
@@ -95,8 +104,9 @@ class Fp8GemmQuantizer {
   // has its fp8 copy kept outside the backward (keeps_forward_copies).
   void quantize_matrix(Fp8Operand operand, const float* x, std::size_t rows, std::size_t cols, bool k_along_rows,
                        float* out, bool count = true, const void* source = nullptr);
-  // In the backward: out[0..n) = the dequantized fp8 copy this range's forward kept of `source` as
-  // `operand` (the same address and size), and true; false (out untouched) where none is kept.
+  // In the backward, or for a weight while the weights are held: out[0..n) = the dequantized fp8
+  // copy this range's forward kept of `source` as `operand` (the same address and size), and true;
+  // false (out untouched) where none is kept.
   bool reuse_forward_copy(Fp8Operand operand, const void* source, std::size_t n, float* out);
 
   // After the optimizer step: delayed scalers take their next scale (counted when it changes).
@@ -126,6 +136,7 @@ class Fp8GemmQuantizer {
   std::string range_;
   bool backward_ = false;
   bool keep_forward_copies_ = true;
+  bool weights_held_ = false;
   // One forward operand's fp8 codes and scale, for the backward (valid until end_step).
   struct ForwardCopy {
     const void* source = nullptr;

@@ -191,6 +191,7 @@ void Trainer::refresh_working_weights() {
 }
 
 void Trainer::load_params(const std::vector<float>& values) {
+  ops_.fp8().weights_changed();
   model_.upload_params(values);
   if (has_master_copy()) {
     master_.upload(values);
@@ -303,6 +304,7 @@ StepRecord Trainer::step(TokenSource& data) {
   then_agree([&] {
     if (!test_failure_.empty()) throw BackendError(test_failure_);
     in_op_range(ops_, "zero_grad", -1, Phase::optimizer, [&] { model_.zero_grad(); });
+    ops_.fp8().hold_weights();  // no weight changes before end_step: quantized once for every micro-batch
     for (int micro = 0; micro < options_.micro_batches; ++micro) {
       if (micro > 0) stop_if_interrupted();  // a step of many micro-batches must not outlast Ctrl-C
       const TokenBatch batch = next_batch_of_rank(data);

@@ -235,6 +235,38 @@ TEST(Fp8GemmQuantizer, TheBackwardReusesTheForwardsCopiesBitForBit) {
   }
 }
 
+// Held weights (an optimizer step's micro-batches): a later forward reuses a weight's copy, not an
+// input's; the next hold, weights_changed and end_step drop the copies.
+TEST(Fp8GemmQuantizer, HeldWeightsAreQuantizedOncePerStep) {
+  Fp8GemmQuantizer q;
+  q.configure(Fp8Recipe::current);
+  const Vec x = with_amax(64, 2.5f), w = with_amax(32, 0.3f);
+  Vec out(64), again(64);
+  const auto forward = [&] {
+    q.set_range("c_fc", 1, false);
+    q.quantize_matrix(Fp8Operand::input, x.data(), 2, 32, true, out.data(), true, x.data());
+    q.quantize_matrix(Fp8Operand::weight, w.data(), 1, 32, true, out.data(), true, w.data());
+  };
+  q.hold_weights();
+  forward();
+  EXPECT_TRUE(q.reuse_forward_copy(Fp8Operand::weight, w.data(), w.size(), again.data()));
+  EXPECT_EQ(Vec(again.begin(), again.begin() + 32), Vec(out.begin(), out.begin() + 32));
+  EXPECT_FALSE(q.reuse_forward_copy(Fp8Operand::input, x.data(), x.size(), again.data())) << "inputs change";
+  for (const auto drop : {&Fp8GemmQuantizer::hold_weights, &Fp8GemmQuantizer::weights_changed,
+                          &Fp8GemmQuantizer::end_step}) {
+    q.hold_weights();
+    forward();
+    q.set_range("c_fc", 1, true);
+    ASSERT_TRUE(q.reuse_forward_copy(Fp8Operand::weight, w.data(), w.size(), again.data()));
+    (q.*drop)();
+    EXPECT_FALSE(q.reuse_forward_copy(Fp8Operand::weight, w.data(), w.size(), again.data())) << "not even the backward";
+  }
+  q.weights_changed();
+  forward();
+  EXPECT_FALSE(q.reuse_forward_copy(Fp8Operand::weight, w.data(), w.size(), again.data()))
+      << "without a hold, a forward quantizes its weights";
+}
+
 // mxfp8 keeps no copies: the backward blocks its operands along another dimension.
 TEST(Fp8GemmQuantizer, MxKeepsNoForwardCopies) {
   Fp8GemmQuantizer q;
