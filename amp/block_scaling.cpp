@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "amp/row_blocks.hpp"
+
 namespace mpbench::amp {
 namespace {
 
@@ -20,29 +22,20 @@ bool is_e4m3(num::Format f, const char* what) {
 // scale: every element 0x7F, nothing counted).
 void quantize_blocks(const float* x, std::size_t rows, std::size_t cols, bool e4m3, MxScaleRounding rounding,
                      uint8_t* out, uint8_t* scales, BlockQuantizeStats& stats) {
-  const std::size_t per_row = mx_blocks_per_row(cols), blocks = rows * per_row;
-  uint64_t saturated = 0, underflowed = 0, nan_blocks = 0;
-#pragma omp parallel for schedule(static) reduction(+ : saturated, underflowed, nan_blocks) \
-    if (rows * cols >= kFp8ParallelElements)
-  for (std::size_t block = 0; block < blocks; ++block) {
-    const std::size_t r = block / per_row, b = block % per_row;
-    const std::size_t begin = r * cols + b * kMxBlockSize;
-    const std::size_t n = std::min<std::size_t>(kMxBlockSize, cols - b * kMxBlockSize);
-    const uint8_t code = mx_scale_code(num::bits_to_float(amax_bits_serial(x + begin, n)), e4m3, rounding);
-    scales[block] = code;
-    if (code == kE8m0Nan) {
-      nan_blocks += 1;
-      std::fill(out + begin, out + begin + n, kMxNanElement);
-      continue;
-    }
-    const float scale = pow2_f32(kE8m0Bias - int(code));
-    const Fp8TensorCounts counts = quantize_fp8_serial(x + begin, n, scale, e4m3, out + begin);
-    saturated += counts.saturated;
-    underflowed += counts.underflowed;
-  }
-  stats.saturated = saturated;
-  stats.underflowed = underflowed;
-  stats.nan_blocks = nan_blocks;
+  const RowBlockCounts counts =
+      for_each_row_block(rows, cols, kMxBlockSize, [&](std::size_t block, std::size_t begin, std::size_t n) {
+        const uint8_t code = mx_scale_code(num::bits_to_float(amax_bits_serial(x + begin, n)), e4m3, rounding);
+        scales[block] = code;
+        if (code == kE8m0Nan) {
+          std::fill(out + begin, out + begin + n, kMxNanElement);
+          return RowBlockCounts{0, 0, 1};
+        }
+        const Fp8TensorCounts c = quantize_fp8_serial(x + begin, n, pow2_f32(kE8m0Bias - int(code)), e4m3, out + begin);
+        return RowBlockCounts{c.saturated, c.underflowed, 0};
+      });
+  stats.saturated = counts.saturated;
+  stats.underflowed = counts.underflowed;
+  stats.nan_blocks = counts.nan_blocks;
 }
 
 // One block's values: the format's value of each code times the block's scale (NaN for a NaN scale).

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "amp/row_blocks.hpp"
+
 namespace mpbench::amp {
 namespace {
 
@@ -21,24 +23,16 @@ Nvfp4Stats nvfp4_quantize_rows(std::span<const float> x, std::size_t rows, std::
   Nvfp4Stats stats;
   stats.amax = num::bits_to_float(amax_bits(x));
   stats.tensor_scale = nvfp4_tensor_scale(stats.amax);
-  const std::size_t per_row = nvfp4_blocks_per_row(cols), blocks = rows * per_row;
   const float s = stats.tensor_scale;
-  uint64_t saturated = 0, underflowed = 0, nan_blocks = 0;
-  // Each block is independent once s is known: blocks shared among the threads.
-#pragma omp parallel for schedule(static) reduction(+ : saturated, underflowed, nan_blocks) \
-    if (rows * cols >= kFp8ParallelElements)
-  for (std::size_t block = 0; block < blocks; ++block) {
-    const std::size_t r = block / per_row, b = block % per_row;
-    const std::size_t begin = r * cols + b * kNvfp4BlockSize;
-    const int n = static_cast<int>(std::min<std::size_t>(kNvfp4BlockSize, cols - b * kNvfp4BlockSize));
-    uint32_t block_saturated = 0, block_underflowed = 0;
-    scales[block] = nvfp4_quantize_block(x.data() + begin, n, s, codes.data() + begin, block_saturated,
-                                         block_underflowed);
-    saturated += block_saturated;
-    underflowed += block_underflowed;
-    nan_blocks += scales[block] == kNvfp4NanScale ? 1 : 0;
-  }
-  stats.blocks = {rows * cols, blocks, saturated, underflowed, nan_blocks};
+  // Each block is independent once s is known.
+  const RowBlockCounts counts =
+      for_each_row_block(rows, cols, kNvfp4BlockSize, [&](std::size_t block, std::size_t begin, std::size_t n) {
+        uint32_t saturated = 0, underflowed = 0;
+        scales[block] = nvfp4_quantize_block(x.data() + begin, static_cast<int>(n), s, codes.data() + begin,
+                                             saturated, underflowed);
+        return RowBlockCounts{saturated, underflowed, scales[block] == kNvfp4NanScale ? 1u : 0u};
+      });
+  stats.blocks = {rows * cols, scales.size(), counts.saturated, counts.underflowed, counts.nan_blocks};
   return stats;
 }
 
