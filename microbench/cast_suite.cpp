@@ -39,19 +39,30 @@ void add_gbps(const CaseSpec& spec, CaseResult& r) {
   r.rates["gbps"] = spec.params["bytes"].get<double>() / r.seconds->median / 1e9;
 }
 
+// A cast's input: `count` values uniform in [-4, 4), with an fp8 scale of 448 / 4 (e4m3's largest
+// value over the inputs' largest magnitude) and an amax for the casts that write one.
+struct CastInput {
+  DeviceBuffer source, scale, amax;
+};
+
+CastInput cast_input(Backend& backend, DType type, std::size_t count, std::uint64_t seed) {
+  CastInput in{backend.allocate(type, count), backend.allocate(DType::f32, 1), backend.allocate(DType::f32, 1)};
+  backend.fill_uniform(in.source, seed, -4.0f, 4.0f);
+  const float scale_value = 448.0f / 4.0f;
+  backend.upload(in.scale, &scale_value, sizeof scale_value);
+  return in;
+}
+
 // No flush between samples: the arrays are larger than the cache, a flush would only add noise.
 CaseResult measure_cast(const CaseSpec& spec, CastKind kind, std::int64_t n, Backend& backend,
                         const SamplerConfig& config, CaseProfiler* profiler) {
   const auto count = static_cast<std::size_t>(n);
-  DeviceBuffer source = backend.allocate(cast_source_type(kind), count);
+  CastInput in = cast_input(backend, cast_source_type(kind), count, 21);
   DeviceBuffer destination = backend.allocate(cast_destination_type(kind), count);
-  DeviceBuffer scale = backend.allocate(DType::f32, 1), amax = backend.allocate(DType::f32, 1);
-  backend.fill_uniform(source, 21, -4.0f, 4.0f);
-  const float scale_value = 448.0f / 4.0f;  // e4m3's largest value over the inputs' largest magnitude
-  backend.upload(scale, &scale_value, sizeof scale_value);
   // Current scaling chooses its scale and writes it where the other fp8 cast reads one.
-  const CastArgs args = kind == CastKind::bf16_to_e4m3_scaled ? CastArgs{&source, &destination, nullptr, &amax, 0, &scale}
-                                                              : CastArgs{&source, &destination, &scale, &amax, 22};
+  const CastArgs args = kind == CastKind::bf16_to_e4m3_scaled
+                            ? CastArgs{&in.source, &destination, nullptr, &in.amax, 0, &in.scale}
+                            : CastArgs{&in.source, &destination, &in.scale, &in.amax, 22};
   CaseResult r = measure_case(spec, backend, [&] { backend.cast(kind, args); }, config.without_flush(), profiler);
   add_gbps(spec, r);
   return r;
@@ -69,20 +80,16 @@ CaseResult measure_copy(const CaseSpec& spec, std::int64_t n, Backend& backend, 
 }
 
 // The fused cast-transpose-amax on a rows x cols matrix of the suite's element count (cols 2048,
-// a multiple of every tile): the bf16 read once, both e4m3 code matrices written, at scale 112
-// (e4m3's largest value over the inputs' largest magnitude, as the scaled casts).
+// a multiple of every tile): the bf16 read once, both e4m3 code matrices written, at the scaled
+// casts' scale.
 constexpr std::int64_t kCastTransposeCols = 2048;
 
 CaseResult measure_cast_transpose(const CaseSpec& spec, std::size_t rows, std::size_t cols, Backend& backend,
                                   const SamplerConfig& config, CaseProfiler* profiler) {
   const std::size_t count = rows * cols;
-  DeviceBuffer source = backend.allocate(DType::bf16, count);
+  CastInput in = cast_input(backend, DType::bf16, count, 24);
   DeviceBuffer codes = backend.allocate(DType::e4m3, count), transposed = backend.allocate(DType::e4m3, count);
-  DeviceBuffer scale = backend.allocate(DType::f32, 1), amax = backend.allocate(DType::f32, 1);
-  backend.fill_uniform(source, 24, -4.0f, 4.0f);
-  const float scale_value = 448.0f / 4.0f;
-  backend.upload(scale, &scale_value, sizeof scale_value);
-  const CastTransposeArgs args{&source, rows, cols, &scale, &codes, &transposed, &amax};
+  const CastTransposeArgs args{&in.source, rows, cols, &in.scale, &codes, &transposed, &in.amax};
   CaseResult r = measure_case(spec, backend, [&] { backend.cast_transpose_amax(args); }, config.without_flush(),
                               profiler);
   add_gbps(spec, r);
