@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "backends/cpu/conversions.hpp"
@@ -165,18 +166,48 @@ void CpuBackend::stream(StreamKernel kernel, const DeviceBuffer& a, const Device
   if (!vector_stream(kernel, a, b, c, scalar)) ReferenceBackend::stream(kernel, a, b, c, scalar);
 }
 
-// One pass over 64 x 64 tiles: a tile's 64 source rows (8 KiB) and the 64 lines of each output it
+namespace {
+
+// 64 rows (one cache line of each transposed row) by 256 columns (amp's loops over rows long
+// enough to pay for their dispatch).
+constexpr std::size_t kCastTransposeTileRows = 64, kCastTransposeTileCols = 256;
+
+// One tile of the cast-transpose (elem::cast_transpose_tile's result, bit for bit): each of its rows
+// widened to fp32, then amp's vectorized amax and quantization loops over the row (the same codes
+// and counts as quantize_fp8_branchless, which the tile function calls per element), then the
+// tile's codes transposed from the rows just written.
+void cast_transpose_tile_rows(const elem::bf16_bits* x, std::size_t rows, std::size_t cols, std::size_t row0,
+                              std::size_t col0, float scale, std::uint8_t* codes, std::uint8_t* transposed,
+                              elem::CastTransposeTotals& totals) {
+  const std::size_t row_end = std::min(row0 + kCastTransposeTileRows, rows);
+  const std::size_t col_end = std::min(col0 + kCastTransposeTileCols, cols), width = col_end - col0;
+  float row[kCastTransposeTileCols];
+  for (std::size_t r = row0; r < row_end; ++r) {
+    const elem::bf16_bits* source = x + r * cols + col0;
+#pragma omp simd
+    for (std::size_t c = 0; c < width; ++c) row[c] = elem::load(source[c]);
+    totals.amax_bits = std::max(totals.amax_bits, amp::amax_bits_serial(row, width));
+    totals.saturated += static_cast<std::uint32_t>(
+        amp::quantize_fp8_serial(row, width, scale, true, codes + r * cols + col0).saturated);
+  }
+  for (std::size_t c = col0; c < col_end; ++c)
+    for (std::size_t r = row0; r < row_end; ++r) transposed[c * rows + r] = codes[r * cols + c];
+}
+
+}  // namespace
+
+// One pass over 64 x 256 tiles: a tile's 64 source rows (32 KiB) and the lines of each output it
 // writes stay in cache while it is done, so the transposed writes fill whole lines. The tiles are
 // shared among the cores from amp's threading threshold on; the totals merge per thread.
 void CpuBackend::cast_transpose_amax(const CastTransposeArgs& args) {
   check_cast_transpose_arguments(args);
-  constexpr std::size_t kTile = 64;
   const auto* x = static_cast<const elem::bf16_bits*>(args.source->data());
   auto* codes = static_cast<std::uint8_t*>(args.codes->data());
   auto* transposed = static_cast<std::uint8_t*>(args.transposed->data());
   const float scale = *static_cast<const float*>(args.scale->data());
   const std::size_t rows = args.rows, cols = args.cols;
-  const std::size_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  const std::size_t row_tiles = (rows + kCastTransposeTileRows - 1) / kCastTransposeTileRows;
+  const std::size_t col_tiles = (cols + kCastTransposeTileCols - 1) / kCastTransposeTileCols;
   const auto tiles = static_cast<std::int64_t>(row_tiles * col_tiles);
   elem::CastTransposeTotals totals;
 #pragma omp parallel if (rows * cols >= amp::kFp8ParallelElements)
@@ -185,8 +216,8 @@ void CpuBackend::cast_transpose_amax(const CastTransposeArgs& args) {
 #pragma omp for schedule(static)
     for (std::int64_t t = 0; t < tiles; ++t) {
       const auto tile = static_cast<std::size_t>(t);
-      elem::cast_transpose_tile(x, rows, cols, tile / col_tiles * kTile, tile % col_tiles * kTile, kTile, kTile, scale,
-                                codes, transposed, mine);
+      cast_transpose_tile_rows(x, rows, cols, tile / col_tiles * kCastTransposeTileRows,
+                               tile % col_tiles * kCastTransposeTileCols, scale, codes, transposed, mine);
     }
 #pragma omp critical(mpbench_cast_transpose_totals)
     elem::merge(totals, mine);
