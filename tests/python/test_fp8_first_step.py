@@ -7,10 +7,11 @@ plain bf16 computation (no fp8) and than to numpy's wrong recipes (e4m3 gradient
 recipes, e5m2 for mxfp8, another recipe's scales), so a mode that skipped quantization or used the
 wrong format or scale fails.
 
-Only on tiny: there a GEMM's fp32 sum order (oneDNN's against numpy's) flips no fp8 code. On larger
-models current and MX scaling amplify such fp32-level differences (a bf16 flip of a tensor's or a
-block's amax moves every code scaled by it), so two correct implementations drift apart by a few
-percent in the gradients after a few layers (docs/amp.md has the figures).
+On tiny for every mode: there a GEMM's fp32 sum order (oneDNN's against numpy's) flips no fp8 code.
+On larger models current and MX scaling amplify such fp32-level differences (a bf16 flip of a
+tensor's or a block's amax moves every code scaled by it), so two correct implementations drift
+apart by a few percent in the gradients after a few layers (docs/amp.md has the figures).
+fp8-delayed's first step has every scale 1, so it is checked on small as well.
 
 The binary is MPBENCH_BIN (default build/cli/mpbench), as in test_check_against_pytorch.py."""
 import json
@@ -122,6 +123,39 @@ def test_first_step_matches_the_numpy_recipe(checkpoints, mode):
         wrong_total, _ = errors(mp_grads, wrong)
         print(f"  vs wrong recipe ({name}): total {wrong_total:.2e}, loss rel {abs(mp_loss - wrong_loss) / abs(wrong_loss):.2e}")
         assert total * SEPARATION < wrong_total, name
+
+
+# fp8-delayed's first step scales every tensor by 1, so no amax moves a code and the recipe stays
+# checkable beyond tiny: on small (batch 2, T 64, two threads) mpbench agreed with numpy to 1.7e-8
+# in the gradients (worst tensor 2.9e-6) on the Zen 4 VM, 1.6e-6 (worst 1.8e-4) under
+# DNNL_MAX_CPU_ISA=AVX2, whose matmuls round differently, against 0.23 to 0.78 for plain bf16 and
+# the wrong recipes. The tolerances are tiny's.
+
+
+def test_fp8_delayed_first_step_on_small_matches_the_numpy_recipe(tmp_path):
+    if not BIN.exists():
+        pytest.skip(f"mpbench binary not found at {BIN}; build it or set MPBENCH_BIN")
+    run = subprocess.run([str(BIN), "run", "--suite", "transformer", "--config", "small", "--steps", "2", "--batch", "2",
+                          "--seq", "64", "--seed", "5", "--device", "cpu", "--precision", "fp8-delayed", "--out",
+                          str(tmp_path / "result.json"), "--checkpoint-out", str(tmp_path / "checkpoints")],
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert run.returncode == 0, run.stdout + run.stderr
+    folder = tmp_path / "checkpoints" / "fp8-delayed"
+    mp_loss = json.loads((folder / "batch.json").read_text())["loss_in_mode"]
+    mp_grads = gpt2_numpy.read_safetensors(folder / "grads_in_mode.safetensors")
+    loss, grads = gpt2_numpy.evaluate(folder, gpt2_numpy.Recipe("delayed"))
+    total, per = errors(mp_grads, grads)
+    worst = max(per, key=per.get)
+    print(f"\nsmall fp8-delayed: loss rel {abs(mp_loss - loss) / abs(loss):.2e}, gradients total {total:.2e}, "
+          f"worst tensor {per[worst]:.2e} ({worst})")
+    assert abs(mp_loss - loss) <= LOSS_TOL * abs(loss)
+    assert total <= TOTAL_TOL
+    assert per[worst] <= PER_TENSOR_TOL, worst
+    for name, recipe in [("no fp8", dict(kind="none"))] + WRONG["fp8-delayed"]:
+        _, other = gpt2_numpy.evaluate(folder, gpt2_numpy.Recipe(**recipe))
+        other_total, _ = errors(mp_grads, other)
+        print(f"  vs {name}: total {other_total:.2e}")
+        assert total * SEPARATION < other_total, name
 
 
 @pytest.fixture(scope="module")
