@@ -742,27 +742,36 @@ std::vector<std::uint16_t> cast_transpose_input(std::mt19937_64& random, std::si
   return x;
 }
 
-const std::pair<std::size_t, std::size_t> kCastTransposeShapes[] = {{1, 1},  {1, 33},  {33, 1},  {31, 17},
-                                                                    {64, 64}, {100, 3}, {130, 67}, {257, 200}};
+// Tails of the CPU's 64 x 256 tiles in both directions, one tile exactly, and several column tiles.
+const std::pair<std::size_t, std::size_t> kCastTransposeShapes[] = {
+    {1, 1}, {1, 33}, {33, 1}, {31, 17}, {64, 64}, {64, 256}, {100, 3}, {130, 67}, {70, 300}, {257, 200}, {100, 530}};
 
-// Both the CPU backend's tiled loop (64 x 64 tiles, threaded from 32768 elements: the last shape)
-// and the reference's loop against the hand-written op, bit for bit, on fresh inputs each run at
-// scales that keep values in range, push many past 448 (saturation) or below e4m3's subnormals.
+// Both the CPU backend's tiled loop (64 x 256 tiles through amp's quantization loops, under both
+// of their instruction sets where the CPU has AVX-512; threaded from 32768 elements: the last
+// shape) and the reference's loop against the hand-written op, bit for bit, on fresh inputs each
+// run at scales that keep values in range, push many past 448 (saturation) or below e4m3's
+// subnormals.
 TEST_F(CpuElementLoops, CastTransposeAmaxMatchesTheHandWrittenLoopOnEveryShape) {
   const std::uint64_t seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set MPB_TEST_SEED to reproduce)");
   std::mt19937_64 random(seed);
-  for (const auto& [rows, cols] : kCastTransposeShapes)
-    for (bool specials : {false, true})
-      for (float scale : {1.0f, 0x1p-20f, 0x1p12f, 448.0f / 3.0f}) {
-        SCOPED_TRACE(fmt::format("{} x {}, scale {}, specials {}", rows, cols, scale, specials));
-        const auto source = cast_transpose_input(random, rows * cols, specials);
-        const CastTransposed want = cast_transposed_by_hand(source, rows, cols, scale);
-        EXPECT_EQ(first_difference(cast_transposed_on(*cpu_, source, rows, cols, scale), want, rows, cols), "")
-            << "CPU backend";
-        EXPECT_EQ(first_difference(cast_transposed_on(oracle_, source, rows, cols, scale), want, rows, cols), "")
-            << "reference";
-      }
+  const amp::Fp8LoopIsa initial = amp::fp8_loop_isa();
+  for (amp::Fp8LoopIsa isa : {amp::Fp8LoopIsa::baseline, amp::Fp8LoopIsa::avx512}) {
+    if (amp::set_fp8_loop_isa(isa) != isa) continue;  // this CPU has no AVX-512
+    SCOPED_TRACE(isa == amp::Fp8LoopIsa::avx512 ? "avx512 loops" : "baseline loops");
+    for (const auto& [rows, cols] : kCastTransposeShapes)
+      for (bool specials : {false, true})
+        for (float scale : {1.0f, 0x1p-20f, 0x1p12f, 448.0f / 3.0f}) {
+          SCOPED_TRACE(fmt::format("{} x {}, scale {}, specials {}", rows, cols, scale, specials));
+          const auto source = cast_transpose_input(random, rows * cols, specials);
+          const CastTransposed want = cast_transposed_by_hand(source, rows, cols, scale);
+          EXPECT_EQ(first_difference(cast_transposed_on(*cpu_, source, rows, cols, scale), want, rows, cols), "")
+              << "CPU backend";
+          EXPECT_EQ(first_difference(cast_transposed_on(oracle_, source, rows, cols, scale), want, rows, cols), "")
+              << "reference";
+        }
+  }
+  amp::set_fp8_loop_isa(initial);
 }
 
 // The amax: a NaN anywhere makes it NaN (fold_amax_bits), an infinity inf, zeros 0; the largest
