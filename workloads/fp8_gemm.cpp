@@ -115,7 +115,6 @@ void Fp8GemmQuantizer::quantize_per_tensor(Fp8Operand operand, const float* x, s
   add_counts(operand, n, saturated, underflowed);
   if (copy == nullptr) return;
   copy->source = source;
-  copy->elements = n;
   copy->scale_inv = scale_inv;
   copy->valid = true;
 }
@@ -134,7 +133,8 @@ bool Fp8GemmQuantizer::reuse_forward_copy(Fp8Operand operand, const void* source
   const bool held_weight = weights_held_ && operand == Fp8Operand::weight;
   if (!keeps_forward_copies() || !(backward_ || held_weight) || operand == Fp8Operand::grad) return false;
   const auto it = copies_.find(tensor_key(operand));
-  if (it == copies_.end() || !it->second.valid || it->second.source != source || it->second.elements != n) return false;
+  if (it == copies_.end() || !it->second.valid || it->second.source != source || it->second.codes.size() != n)
+    return false;
   const ScopeTimer timer(quantize_seconds_);
   amp::dequantize_per_tensor(it->second.codes, it->second.scale_inv, num::Format::e4m3, std::span<float>(out, n));
   ++copies_reused_;

@@ -137,10 +137,10 @@ class Fp8GemmQuantizer {
   bool backward_ = false;
   bool keep_forward_copies_ = true;
   bool weights_held_ = false;
-  // One forward operand's fp8 codes and scale, for the backward (valid until end_step).
+  // One forward operand's fp8 codes (one per element) and scale, for the backward (valid until
+  // end_step).
   struct ForwardCopy {
     const void* source = nullptr;
-    std::size_t elements = 0;
     float scale_inv = 1;
     bool valid = false;
     std::vector<std::uint8_t> codes;
