@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <initializer_list>
 #include <set>
@@ -1009,8 +1010,11 @@ TEST_F(ExplainCli, AFreshTrainingRunIsReadByItsIntervals) {
 }
 
 // A real CPU run and its PyTorch counterpart as scripts/torch_baseline.py writes one (backend torch,
-// env.torch), bf16 twenty times slower than mpbench's: the slow-path rule names the fallback
-// exactly where the CPU's flags lack bf16 instructions.
+// env.torch), bf16 at least twenty times slower than mpbench's, and at least four times mpbench's
+// measured bf16 speedup over fp32 slower, so that PyTorch's own speedup is below 1 and below half
+// mpbench's however the run's timings came out (on a loaded machine mpbench's bf16 speedup over
+// a slowed fp32 reached 27.8x, and a fixed 20x then left PyTorch's at 1.39x): the slow-path rule
+// names the fallback exactly where the CPU's flags lack bf16 instructions.
 TEST_F(ExplainCli, PeerComparesWithPyTorchsDocumentAndRefusesTheWrongOne) {
   using mpbench::testing::run_mpbench;
   const auto out = folder_ / "r.json", peer = folder_ / "torch.json";
@@ -1019,12 +1023,16 @@ TEST_F(ExplainCli, PeerComparesWithPyTorchsDocumentAndRefusesTheWrongOne) {
                                folder_);
   ASSERT_EQ(run.status, 0) << run.err;
   json torch = load_result(out).to_json();
+  std::map<std::string, double> median;
+  for (const auto& c : torch["cases"]) median[c["precision"]] = c["metrics"]["seconds"]["median"].get<double>();
+  ASSERT_TRUE(median.contains("fp32") && median.contains("bf16")) << torch["cases"].dump(2);
+  const double slower = std::max(20.0, 4 * median["fp32"] / median["bf16"]);
   for (auto& c : torch["cases"]) {
     c["backend"] = "torch";
     if (c["precision"] != "bf16") continue;
     auto& s = c["metrics"]["seconds"];
-    for (const char* key : {"median", "min", "max", "mean", "stddev"}) s[key] = s[key].get<double>() * 20;
-    for (auto& v : s["values"]) v = v.get<double>() * 20;
+    for (const char* key : {"median", "min", "max", "mean", "stddev"}) s[key] = s[key].get<double>() * slower;
+    for (auto& v : s["values"]) v = v.get<double>() * slower;
   }
   torch["env"]["torch"] = {{"version", "2.5.1"}};
   torch["speedups"] = json::array();
@@ -1038,7 +1046,7 @@ TEST_F(ExplainCli, PeerComparesWithPyTorchsDocumentAndRefusesTheWrongOne) {
   for (const auto& f : j["peer"]["findings"]) {
     rules.insert(f["rule"].get<std::string>());
     if (f["rule"] == "peer_comparison" && f["evidence"]["precision"] == "bf16") {
-      EXPECT_NEAR(f["evidence"]["median_ratio"].get<double>(), 20.0, 1e-6);
+      EXPECT_NEAR(f["evidence"]["median_ratio"].get<double>(), slower, 5e-8 * slower);  // 1e-6 at 20x
     }
   }
   const auto& flags = torch["env"]["cpu"]["flags"];
